@@ -1,0 +1,166 @@
+//! Anchors: the units of text with retrieval power (DESIGN §3.1), with term frequencies.
+//!
+//! [`extract`] turns a text into its anchors in priority order of the rules: English terms and
+//! identifiers ([`word`]), CJK 2/3-grams ([`cjk`]), quoted phrases ([`quoted`]). It is pure and
+//! infallible. Which anchors take part in a query (the CJK IDF floor, the 20-character fallback)
+//! is decided with index statistics, in [`crate::query`].
+
+mod cjk;
+mod quoted;
+mod stopwords;
+mod word;
+
+pub use cjk::is_ngram as is_cjk_ngram;
+pub use stopwords::is_stop_word;
+
+/// Version of the rules in this module. Stored in the index: an index built under other rules
+/// must be rebuilt, since its postings would disagree with the anchors of new text.
+pub const ANCHOR_RULES_VERSION: u32 = 1;
+
+/// DESIGN §3.1: a query without anchors falls back to its first 20 characters as one anchor.
+pub const FALLBACK_ANCHOR_CHARS: usize = 20;
+
+/// The anchors of one text with their term frequencies, sorted by anchor text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnchorCounts {
+    entries: Vec<(String, u32)>,
+}
+
+impl AnchorCounts {
+    /// Builds counts from `(anchor, tf)` pairs in any order; equal anchors add up.
+    pub fn from_pairs(mut pairs: Vec<(String, u32)>) -> Self {
+        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut entries: Vec<(String, u32)> = Vec::with_capacity(pairs.len());
+        for (anchor, tf) in pairs {
+            match entries.last_mut() {
+                Some((last, count)) if *last == anchor => *count += tf,
+                _ => entries.push((anchor, tf)),
+            }
+        }
+        Self { entries }
+    }
+
+    /// `(anchor, tf)` pairs sorted by anchor.
+    pub fn entries(&self) -> &[(String, u32)] {
+        &self.entries
+    }
+
+    /// Number of distinct anchors.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the text had no anchors.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Total anchor occurrences: the document length BM25 normalizes by.
+    pub fn total(&self) -> u32 {
+        self.entries.iter().map(|(_, tf)| *tf).sum()
+    }
+
+    /// Term frequency of `anchor`, 0 if absent.
+    pub fn tf(&self, anchor: &str) -> u32 {
+        self.entries.binary_search_by(|(a, _)| a.as_str().cmp(anchor)).map_or(0, |i| self.entries[i].1)
+    }
+
+    /// True if `anchor` occurs in the text.
+    pub fn contains(&self, anchor: &str) -> bool {
+        self.tf(anchor) > 0
+    }
+
+    /// The anchors, sorted.
+    pub fn anchors(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(a, _)| a.as_str())
+    }
+}
+
+/// Extracts the anchors of `text` with their term frequencies.
+pub fn extract(text: &str) -> AnchorCounts {
+    let mut pairs = Vec::new();
+    word::for_each_word(text, |w| pairs.push((w, 1)));
+    cjk::for_each_ngram(text, |g| pairs.push((g.to_string(), 1)));
+    quoted::for_each_phrase(text, |p| pairs.push((p, 1)));
+    AnchorCounts::from_pairs(pairs)
+}
+
+/// The fallback anchor of a query that yields none: its first 20 characters, trimmed and
+/// lower-cased (DESIGN §3.1). `None` for a text that is blank.
+pub fn fallback_anchor(text: &str) -> Option<String> {
+    let head: String = text.trim().chars().take(FALLBACK_ANCHOR_CHARS).collect();
+    let head = head.trim().to_lowercase();
+    (!head.is_empty()).then_some(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(text: &str) -> Vec<(&'static str, u32)> {
+        // Leak is fine in a test: it turns owned anchors into comparable rows.
+        extract(text).entries().iter().map(|(a, tf)| (&*Box::leak(a.clone().into_boxed_str()), *tf)).collect()
+    }
+
+    #[test]
+    fn exact_anchors_and_tfs() {
+        let rows: &[(&str, &[(&str, u32)])] = &[
+            (
+                "Redis lock: use Redis SETNX with a TTL.",
+                &[("lock", 1), ("redis", 2), ("setnx", 1), ("ttl", 1), ("use", 1)],
+            ),
+            (
+                "分布式锁和分布式事务",
+                &[
+                    ("分布", 2),
+                    ("分布式", 2),
+                    ("布式", 2),
+                    ("布式事", 1),
+                    ("布式锁", 1),
+                    ("式事", 1),
+                    ("式事务", 1),
+                    ("式锁", 1),
+                    ("式锁和", 1),
+                    ("和分", 1),
+                    ("和分布", 1),
+                    ("锁和", 1),
+                    ("锁和分", 1),
+                    ("事务", 1),
+                ],
+            ),
+            (
+                "call parse_config() in v2.0.1 \"config loader\"",
+                &[
+                    ("call", 1),
+                    ("config", 1),
+                    ("config loader", 1),
+                    ("loader", 1),
+                    ("parse_config", 1),
+                    ("v2", 1),
+                ],
+            ),
+            ("用Redis实现锁", &[("redis", 1), ("实现", 1), ("实现锁", 1), ("现锁", 1)]),
+            ("the and of", &[]),
+        ];
+        for (input, expected) in rows {
+            let mut expected = expected.to_vec();
+            expected.sort();
+            assert_eq!(pairs(input), expected, "anchors of {input:?}");
+        }
+    }
+
+    #[test]
+    fn counts_helpers() {
+        let counts = extract("redis redis lock");
+        assert_eq!(counts.tf("redis"), 2);
+        assert_eq!(counts.tf("absent"), 0);
+        assert_eq!(counts.total(), 3);
+        assert_eq!(counts.len(), 2);
+    }
+
+    #[test]
+    fn fallback_is_first_twenty_chars() {
+        assert_eq!(fallback_anchor("  ?? !! -- ?? !! -- ?? !!  ").as_deref(), Some("?? !! -- ?? !! -- ??"));
+        assert_eq!(fallback_anchor("   "), None);
+    }
+}

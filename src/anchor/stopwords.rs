@@ -1,0 +1,42 @@
+//! The English stop words: words with no retrieval value (DESIGN §3.1).
+//!
+//! The list is small and fixed on purpose: function words (articles, pronouns, auxiliaries,
+//! prepositions, conjunctions) and nothing topical. Changing it changes every stored anchor,
+//! so it bumps [`super::ANCHOR_RULES_VERSION`]. Stop words are never content words (§3.3).
+
+/// Sorted, so membership is a binary search.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "for",
+    "from", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if",
+    "in", "into", "is", "it", "its", "just", "me", "more", "most", "my", "no", "nor", "not", "now", "of",
+    "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own", "same", "she", "should",
+    "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what",
+    "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
+];
+
+/// True if `word` (already lower-cased) is an English stop word.
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.binary_search(&word).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_is_sorted_and_unique() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "keep STOP_WORDS sorted");
+    }
+
+    #[test]
+    fn membership() {
+        for w in ["the", "with", "that", "what", "yours", "a"] {
+            assert!(is_stop_word(w), "{w} should be a stop word");
+        }
+        for w in ["redis", "lock", "problem", "asyncio", "The"] {
+            assert!(!is_stop_word(w), "{w} should not be a stop word");
+        }
+    }
+}

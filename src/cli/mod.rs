@@ -1,0 +1,161 @@
+//! Command-line interface: arguments, dispatch, errors and exit codes.
+//!
+//! Uses only the public library API. Results go to stdout (text for people, or one JSON
+//! document with `--json`); diagnostics and errors go to stderr.
+
+mod add;
+mod exit;
+mod gate;
+mod output;
+mod prompt;
+mod select;
+mod sessions;
+mod stats;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use ctxgate::{Gatekeeper, Options, Policy};
+use exit::ExitCode;
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (an empty selection included)
+  1  error
+  2  usage error
+  3  the index needs `ctxgate rebuild` (built by another version's anchor rules or format)
+  4  the index is busy (another process holds it)";
+
+/// A context gatekeeper for LLM agents: for each query, the past turns it needs, within a
+/// token budget, and why. Sparse anchors and IDF only: no embeddings, no LLM calls.
+#[derive(Parser)]
+#[command(name = "ctxgate", version, about, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// Index file [default: $CTXGATE_DB, else index.redb in the platform data directory]
+    #[arg(long, global = true, env = "CTXGATE_DB", value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Print JSON for agents and scripts instead of text for people
+    #[arg(long, global = true)]
+    json: bool,
+    /// Threads for scoring (0 = one per core; 1 = none)
+    #[arg(long, global = true, value_name = "N", default_value_t = 0)]
+    threads: usize,
+    /// Seconds to wait for another process to release the index
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 5.0)]
+    busy_timeout: f64,
+    /// More log output on stderr (-v info, -vv debug); CTXGATE_LOG sets it too
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only errors on stderr
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Record a turn (a user message and the assistant's reply); prints its turn id
+    Add(add::Args),
+    /// Select the past turns a query needs, within the token budget
+    Select(select::Args),
+    /// Only the topic gate's decision for a query (continue or switch), with its numbers
+    Gate(gate::Args),
+    /// The prompt for a query: selected turns and the question, ready to send
+    Prompt(prompt::Args),
+    /// List the sessions in the index
+    Sessions,
+    /// What the index holds: sessions, turns, anchors, postings, file size
+    Stats,
+}
+
+/// Options every command shares.
+pub struct Global {
+    /// The index file.
+    pub db: PathBuf,
+    /// JSON output.
+    pub json: bool,
+    threads: usize,
+    busy_timeout: f64,
+}
+
+impl Global {
+    /// Opens the index with the global options and `budget`/`policy` defaults.
+    pub fn open(&self, budget: Option<u32>, policy: Option<Policy>) -> anyhow::Result<Gatekeeper> {
+        if !self.busy_timeout.is_finite() || self.busy_timeout < 0.0 {
+            anyhow::bail!("--busy-timeout must be a number of seconds, at least 0");
+        }
+        let mut options = Options {
+            threads: self.threads,
+            busy_timeout: std::time::Duration::from_secs_f64(self.busy_timeout),
+            ..Options::default()
+        };
+        if let Some(budget) = budget {
+            options.token_budget = budget;
+        }
+        if let Some(policy) = policy {
+            options.policy = policy;
+        }
+        Ok(Gatekeeper::open(&self.db, options)?)
+    }
+}
+
+/// Runs the CLI and returns the process exit code.
+pub fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { ExitCode::Usage } else { ExitCode::Success };
+            let _ = e.print();
+            return code.into();
+        }
+    };
+    init_logging(cli.verbose, cli.quiet);
+    let json = cli.json;
+    match run(cli) {
+        Ok(()) => ExitCode::Success.into(),
+        Err(err) if output::is_broken_pipe(&err) => ExitCode::Success.into(),
+        Err(err) => {
+            output::print_error(&err, json);
+            ExitCode::of(&err).into()
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let db = match cli.db {
+        Some(path) => path,
+        None => default_db()?,
+    };
+    let global = Global { db, json: cli.json, threads: cli.threads, busy_timeout: cli.busy_timeout };
+    match cli.command {
+        Command::Add(args) => add::run(&global, &args),
+        Command::Select(args) => select::run(&global, &args),
+        Command::Gate(args) => gate::run(&global, &args),
+        Command::Prompt(args) => prompt::run(&global, &args),
+        Command::Sessions => sessions::run(&global),
+        Command::Stats => stats::run(&global),
+    }
+}
+
+/// `index.redb` in the platform data directory, created if missing.
+fn default_db() -> anyhow::Result<PathBuf> {
+    let dirs = directories::ProjectDirs::from("", "", "ctxgate")
+        .context("cannot find a home directory for the default index: pass --db or set CTXGATE_DB")?;
+    let dir = dirs.data_dir();
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir.join("index.redb"))
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        _ => "debug",
+    };
+    env_logger::Builder::from_env(env_logger::Env::new().filter_or("CTXGATE_LOG", level))
+        .format_timestamp(None)
+        .format_target(false)
+        .init();
+}

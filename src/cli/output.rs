@@ -1,0 +1,55 @@
+//! Output: human text or JSON on stdout, errors on stderr.
+//!
+//! JSON is one document per command with a `schema_version` (currently 1); changes are
+//! additive only. Errors with `--json` are one line on stderr: `{"error": {"kind", "message"}}`,
+//! where `kind` is stable (`bad_input`, `unknown_session`, `needs_rebuild`, `busy`, ...).
+
+use ctxgate::text::sanitize_for_terminal;
+use serde::Serialize;
+use std::io::Write;
+
+/// Version of the JSON documents the CLI prints.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Prints `value` as one JSON document with `schema_version` added.
+pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
+    let mut document = serde_json::to_value(value)?;
+    if let Some(object) = document.as_object_mut() {
+        object.insert("schema_version".into(), SCHEMA_VERSION.into());
+    }
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &document)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints text for people, with control characters of logged text made harmless.
+pub fn print_text(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(sanitize_for_terminal(text).as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Prints an error to stderr, as text or as one JSON line.
+pub fn print_error(err: &anyhow::Error, json: bool) {
+    let kind = err.downcast_ref::<ctxgate::Error>().map_or("error", ctxgate::Error::kind);
+    let message = format!("{err:#}");
+    if json {
+        let line = serde_json::json!({ "error": { "kind": kind, "message": message } });
+        eprintln!("{line}");
+    } else {
+        eprintln!("ctxgate: error: {}", sanitize_for_terminal(&message));
+    }
+}
+
+/// True if writing stdout failed because the reader went away (`ctxgate ... | head`).
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(|e| e.io_error_kind())
+                .is_some_and(|kind| kind == std::io::ErrorKind::BrokenPipe)
+    })
+}

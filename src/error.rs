@@ -1,0 +1,49 @@
+//! The crate's error type: one variant per layer, and the caller's mistakes.
+
+use crate::store;
+
+/// Everything that can go wrong in ctxgate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The index file.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// An argument the caller passed is not acceptable.
+    #[error("invalid {what}: {reason}")]
+    InvalidInput {
+        /// Which argument.
+        what: &'static str,
+        /// Why, and what would be accepted.
+        reason: String,
+    },
+    /// An [`crate::Options`] field is out of range.
+    #[error("invalid option {name}: {reason}")]
+    InvalidOption {
+        /// The field.
+        name: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// No session has this name.
+    #[error("no session named {name:?}: `ctxgate sessions` lists them")]
+    UnknownSession {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+impl Error {
+    /// A stable snake_case name for the kind of error, for agents to branch on.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Store(e) => e.kind(),
+            Error::InvalidInput { .. } => "bad_input",
+            Error::InvalidOption { .. } => "invalid_option",
+            Error::UnknownSession { .. } => "unknown_session",
+        }
+    }
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

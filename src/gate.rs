@@ -1,0 +1,262 @@
+//! The topic gate (DESIGN §3.2) and the content-word filter applied on a switch (§3.3).
+//!
+//! Pure: the caller supplies the query's weighted anchors and membership in the current topic
+//! segment's anchors `A(T)`.
+
+use crate::anchor::is_stop_word;
+use crate::query::QueryAnchor;
+use crate::text::{is_cjk, is_word_char};
+use regex::Regex;
+use serde::Serialize;
+use std::sync::LazyLock;
+
+/// DESIGN §3.2: overlap above this continues the topic.
+pub const OVERLAP_CONTINUE: f64 = 0.45;
+/// DESIGN §3.2: overlap below this (with `new_ratio` above [`NEW_RATIO_SWITCH`]) switches.
+pub const OVERLAP_SWITCH: f64 = 0.20;
+/// DESIGN §3.2: share of new-anchor IDF above which a low-overlap query switches.
+pub const NEW_RATIO_SWITCH: f64 = 0.70;
+/// DESIGN §3.3: content words are Chinese words of at least 4 characters and English terms
+/// of at least 4 letters.
+pub const CONTENT_WORD_MIN_CHARS: usize = 4;
+
+/// Whether a query continues the current topic or switches to another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topic {
+    /// Same topic: the current segment goes on.
+    Continue,
+    /// Another topic: the query starts a new segment.
+    Switch,
+}
+
+/// The gate's decision with the numbers behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateDecision {
+    /// Continue or switch.
+    pub topic: Topic,
+    /// IDF share of the query's anchors found in the topic.
+    pub overlap: f64,
+    /// IDF share of the query's anchors not in the topic.
+    pub new_ratio: f64,
+    /// The deictic pattern the query starts with, if any.
+    pub deictic: Option<&'static str>,
+}
+
+/// DESIGN §3.2: the hard-coded deictic patterns; a query starting with one continues the topic.
+/// `(pattern as reported, prefix, whether a word boundary must follow)`, matched on the
+/// lower-cased start of the query. Longer prefixes come first, so the most specific is reported.
+const DEICTIC_PATTERNS: &[(&str, &str, bool)] = &[
+    ("^然后呢", "然后呢", false),
+    ("^还有呢", "还有呢", false),
+    ("^这个", "这个", false),
+    ("^那个", "那个", false),
+    ("^继续", "继续", false),
+    ("^它", "它", false),
+    ("^这", "这", false),
+    ("^那", "那", false),
+    ("^(this|that|it)\\b", "this", true),
+    ("^(this|that|it)\\b", "that", true),
+    ("^(this|that|it)\\b", "it", true),
+    ("^continue", "continue", false),
+    ("^and then", "and then", false),
+    ("^what else", "what else", false),
+];
+
+/// The deictic pattern `query` starts with, as written in DESIGN §3.2.
+pub fn deictic_pattern(query: &str) -> Option<&'static str> {
+    let head: String = query.trim_start().chars().take(16).collect::<String>().to_lowercase();
+    DEICTIC_PATTERNS.iter().find_map(|&(name, prefix, needs_boundary)| {
+        let rest = head.strip_prefix(prefix)?;
+        (!needs_boundary || !rest.starts_with(is_word_char)).then_some(name)
+    })
+}
+
+/// Decides continue or switch for a query (DESIGN §3.2), in the specified branch order.
+pub fn decide(query: &str, anchors: &[QueryAnchor], in_topic: impl Fn(&QueryAnchor) -> bool) -> GateDecision {
+    let total: f64 = anchors.iter().map(|a| a.idf).sum();
+    let (shared, new): (f64, f64) = anchors.iter().fold((0.0, 0.0), |(shared, new), a| {
+        if in_topic(a) { (shared + a.idf, new) } else { (shared, new + a.idf) }
+    });
+    let (overlap, new_ratio) = if total > 0.0 { (shared / total, new / total) } else { (0.0, 0.0) };
+    let deictic = deictic_pattern(query);
+    let topic = if overlap > OVERLAP_CONTINUE {
+        Topic::Continue
+    } else if overlap < OVERLAP_SWITCH && new_ratio > NEW_RATIO_SWITCH && deictic.is_none() {
+        Topic::Switch
+    } else {
+        // A deictic query that would otherwise switch continues; so does the middle ground.
+        Topic::Continue
+    };
+    GateDecision { topic, overlap, new_ratio, deictic }
+}
+
+static VERSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\bv?\d+\.\d+\.\d+\b").expect("the version pattern is a valid regex"));
+static ENGLISH_TERM: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b[a-z]{4,}\b").expect("the term pattern is a valid regex"));
+
+/// The content words of a query (DESIGN §3.3): what a block must contain to be a candidate
+/// after a topic switch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContentWords {
+    /// English terms of at least 4 letters, not stop words.
+    pub terms: Vec<String>,
+    /// Version numbers such as `v1.2.3`.
+    pub versions: Vec<String>,
+    /// Every 4-character window of the query's CJK runs: a Chinese word of 4 or more characters
+    /// contains one, and without a segmenter the windows are what can be matched.
+    pub cjk: Vec<String>,
+}
+
+impl ContentWords {
+    /// Finds the content words of `query`.
+    pub fn of(query: &str) -> Self {
+        let lower = query.to_lowercase();
+        let mut words = ContentWords::default();
+        for m in ENGLISH_TERM.find_iter(&lower) {
+            let term = m.as_str();
+            if !is_stop_word(term) && !is_part_of_longer_word(&lower, m.start(), m.end()) {
+                push_unique(&mut words.terms, term);
+            }
+        }
+        for m in VERSION.find_iter(&lower) {
+            push_unique(&mut words.versions, m.as_str().trim_start_matches('v'));
+        }
+        let chars: Vec<char> = query.chars().collect();
+        for run in chars.split(|c| !is_cjk(*c)) {
+            for window in run.windows(CONTENT_WORD_MIN_CHARS) {
+                push_unique(&mut words.cjk, &window.iter().collect::<String>());
+            }
+        }
+        words
+    }
+
+    /// True if the query has no content word.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty() && self.versions.is_empty() && self.cjk.is_empty()
+    }
+
+    /// True if `text` contains at least one of the content words.
+    pub fn admits(&self, text: &str) -> bool {
+        let lower = text.to_lowercase();
+        self.terms.iter().any(|t| contains_word(&lower, t))
+            || self.versions.iter().any(|v| contains_word(&lower, v))
+            || self.cjk.iter().any(|w| lower.contains(w.as_str()))
+    }
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|x| x == item) {
+        list.push(item.to_string());
+    }
+}
+
+/// `\b[a-z]{4,}\b` also matches the letters of `snake_case2` or `café`; those are not terms.
+fn is_part_of_longer_word(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    before.is_some_and(is_word_char) || after.is_some_and(is_word_char)
+}
+
+/// True if `word` occurs in `text` with no word character right before or after it.
+fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| !is_part_of_longer_word(text, i, i + word.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchor(text: &str, idf: f64) -> QueryAnchor {
+        QueryAnchor { text: text.to_string(), idf, hash: 0 }
+    }
+
+    /// (query, anchors with idf, topic anchors, expected topic, deictic pattern)
+    type GateRow<'a> = (&'a str, &'a [(&'a str, f64)], &'a [&'a str], Topic, Option<&'a str>);
+
+    /// Gate triples covering every branch.
+    #[test]
+    fn gate_branches() {
+        let rows: &[GateRow] = &[
+            // overlap 3/4 > 0.45: continue
+            (
+                "redis lock ttl",
+                &[("redis", 1.0), ("lock", 2.0), ("ttl", 1.0)],
+                &["redis", "lock"],
+                Topic::Continue,
+                None,
+            ),
+            // overlap 0, new 1: switch
+            ("kubernetes pod", &[("kubernetes", 2.0), ("pod", 2.0)], &["redis"], Topic::Switch, None),
+            // overlap 0 but deictic: continue
+            (
+                "this pod crashed",
+                &[("pod", 2.0), ("crashed", 2.0)],
+                &["redis"],
+                Topic::Continue,
+                Some("^(this|that|it)\\b"),
+            ),
+            ("那个怎么配置", &[("配置", 2.0)], &["redis"], Topic::Continue, Some("^那个")),
+            // middle ground: overlap 0.3 continues
+            ("redis pod", &[("redis", 3.0), ("pod", 7.0)], &["redis"], Topic::Continue, None),
+            // overlap 0.15 and new 0.85: switch
+            ("redis pod", &[("redis", 1.5), ("pod", 8.5)], &["redis"], Topic::Switch, None),
+            // exactly 0.45 is not above it: middle ground continues
+            ("a b", &[("a", 4.5), ("b", 5.5)], &["a"], Topic::Continue, None),
+            // no anchors: nothing to judge, continue
+            ("", &[], &[], Topic::Continue, None),
+        ];
+        for (query, anchors, topic, expected, deictic) in rows {
+            let anchors: Vec<QueryAnchor> = anchors.iter().map(|(t, i)| anchor(t, *i)).collect();
+            let d = decide(query, &anchors, |a| topic.contains(&a.text.as_str()));
+            assert_eq!(d.topic, *expected, "gate for {query:?}: {d:?}");
+            assert_eq!(d.deictic, *deictic, "deictic of {query:?}");
+            if !anchors.is_empty() {
+                assert!((d.overlap + d.new_ratio - 1.0).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn deictic_patterns() {
+        let rows: &[(&str, Option<&str>)] = &[
+            ("这个锁怎么续期", Some("^这个")),
+            ("这样可以吗", Some("^这")),
+            ("然后呢", Some("^然后呢")),
+            ("  It fails again", Some("^(this|that|it)\\b")),
+            ("Its lock", None),
+            ("item list", None),
+            ("Continue please", Some("^continue")),
+            ("and then what", Some("^and then")),
+            ("What else is there", Some("^what else")),
+            ("What is redis", None),
+            ("那你帮我看看", Some("^那")),
+        ];
+        for (query, expected) in rows {
+            assert_eq!(deictic_pattern(query), *expected, "deictic of {query:?}");
+        }
+    }
+
+    #[test]
+    fn content_words() {
+        let w = ContentWords::of("What about Redis with asyncio in v1.2.3 and 分布式锁的问题?");
+        assert_eq!(w.terms, ["redis", "asyncio"], "`about` and `with` are stop words");
+        assert_eq!(w.versions, ["1.2.3"]);
+        assert_eq!(w.cjk, ["分布式锁", "布式锁的", "式锁的问", "锁的问题"]);
+        // stop words of four letters are never content words
+        assert!(ContentWords::of("what with that them").is_empty());
+        assert!(ContentWords::of("snake_case2 go").is_empty());
+    }
+
+    #[test]
+    fn admission() {
+        let w = ContentWords::of("redis 分布式锁 v2.0.1");
+        assert!(w.admits("Use REDIS here"));
+        assert!(w.admits("我们的分布式锁实现"));
+        assert!(w.admits("upgrade to 2.0.1 now"));
+        assert!(!w.admits("use redistribution"), "substring of a longer word");
+        assert!(!w.admits("分布式事务"));
+        assert!(!w.admits("2.0.10"));
+    }
+}

@@ -1,0 +1,197 @@
+//! `Gatekeeper::open` and `Options`: the facade the CLI and the server use.
+
+use crate::error::{Error, Result};
+use crate::select::Policy;
+use crate::session::Session;
+use crate::store::{Store, StoreOptions};
+use crate::tokens::{CharEstimator, TokenEstimator};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+
+/// DESIGN §3.7: default token budget.
+pub const DEFAULT_TOKEN_BUDGET: u32 = 4000;
+
+/// Longest accepted session name, in bytes.
+pub const MAX_SESSION_NAME_BYTES: usize = 256;
+
+/// How to open and use an index.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Token budget of a selection. Default 4000 (DESIGN §3.7).
+    pub token_budget: u32,
+    /// Selection policy. Default [`Policy::Minimal`].
+    pub policy: Policy,
+    /// Threads for parallel scoring: 0 = one per core (the default), 1 = inline.
+    pub threads: usize,
+    /// redb page cache in bytes. Default 64 MiB.
+    pub cache_bytes: usize,
+    /// How long to wait for another process to release the index. Default 5 s.
+    pub busy_timeout: Duration,
+    /// Save allocator state with every commit so a crash needs no full repair on reopen.
+    /// Default true (costs a second fsync per commit).
+    pub quick_repair: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            token_budget: DEFAULT_TOKEN_BUDGET,
+            policy: Policy::Minimal,
+            threads: 0,
+            cache_bytes: 64 * 1024 * 1024,
+            busy_timeout: Duration::from_secs(5),
+            quick_repair: true,
+        }
+    }
+}
+
+/// A session's summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionInfo {
+    /// Name.
+    pub name: String,
+    /// Number of turns.
+    pub turns: u32,
+    /// First turn of the current topic segment.
+    pub segment_start: u32,
+}
+
+/// What the index holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Sessions.
+    pub sessions: u64,
+    /// Turns.
+    pub turns: u64,
+    /// Distinct anchors.
+    pub anchors: u64,
+    /// Postings (one per anchor per turn).
+    pub postings: u64,
+    /// Turns not yet folded into posting chunks.
+    pub pending_turns: u64,
+    /// Size of the index file in bytes.
+    pub file_bytes: u64,
+}
+
+/// An open index: the entry point of the library.
+pub struct Gatekeeper {
+    store: Store,
+    options: Options,
+    pool: Option<rayon::ThreadPool>,
+    estimator: Box<dyn TokenEstimator>,
+}
+
+impl Gatekeeper {
+    /// Opens the index at `path`, creating it if the file does not exist.
+    ///
+    /// # Errors
+    /// [`Error::InvalidOption`] for a zero budget or cache; store errors for a file that is
+    /// not an index, of another version, or held by another process past `busy_timeout`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Gatekeeper> {
+        if options.token_budget == 0 {
+            return Err(Error::InvalidOption { name: "token_budget", reason: "must be at least 1".into() });
+        }
+        if options.cache_bytes < 1024 * 1024 {
+            return Err(Error::InvalidOption {
+                name: "cache_bytes",
+                reason: "must be at least 1 MiB".into(),
+            });
+        }
+        let pool = match options.threads {
+            0 => None,
+            n => Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .build()
+                    .map_err(|e| Error::InvalidOption { name: "threads", reason: e.to_string() })?,
+            ),
+        };
+        let store = Store::open(
+            path.as_ref(),
+            &StoreOptions {
+                cache_bytes: options.cache_bytes,
+                busy_timeout: options.busy_timeout,
+                quick_repair: options.quick_repair,
+            },
+        )?;
+        Ok(Gatekeeper { store, options, pool, estimator: Box::new(CharEstimator) })
+    }
+
+    /// Replaces the token estimator (DESIGN §3.5: a real tokenizer can stand in).
+    pub fn set_token_estimator(&mut self, estimator: Box<dyn TokenEstimator>) {
+        self.estimator = estimator;
+    }
+
+    /// A session by name. It need not exist yet: its first [`Session::add_turn`] creates it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty name, one over 256 bytes, one with control
+    /// characters or surrounding whitespace.
+    pub fn session(&self, name: &str) -> Result<Session<'_>> {
+        let reason = if name.is_empty() {
+            Some("it is empty".to_string())
+        } else if name.len() > MAX_SESSION_NAME_BYTES {
+            Some(format!("it is {} bytes, over the limit of {MAX_SESSION_NAME_BYTES}", name.len()))
+        } else if name.chars().any(char::is_control) {
+            Some("it contains control characters".to_string())
+        } else if name.trim() != name {
+            Some("it starts or ends with whitespace".to_string())
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => Err(Error::InvalidInput { what: "session name", reason }),
+            None => Ok(Session::new(self, name.to_string())),
+        }
+    }
+
+    /// Every session, in creation order.
+    pub fn sessions(&self) -> Result<Vec<SessionInfo>> {
+        let view = self.store.read()?;
+        Ok(view
+            .sessions()?
+            .into_iter()
+            .map(|(_, r)| SessionInfo { name: r.name, turns: r.turn_count, segment_start: r.segment_start })
+            .collect())
+    }
+
+    /// What the index holds.
+    pub fn stats(&self) -> Result<Stats> {
+        let counts = self.store.read()?.counts()?;
+        Ok(Stats {
+            sessions: counts.sessions,
+            turns: counts.turns,
+            anchors: counts.anchors,
+            postings: counts.postings,
+            pending_turns: counts.pending,
+            file_bytes: self.store.file_size()?,
+        })
+    }
+
+    /// The options the index was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The index file's path.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(crate) fn estimator(&self) -> &dyn TokenEstimator {
+        self.estimator.as_ref()
+    }
+
+    /// Runs `f` on the configured thread pool (the global one when `threads` is 0).
+    pub(crate) fn in_pool<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
+}

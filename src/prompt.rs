@@ -1,0 +1,43 @@
+//! Prompt assembly: the selected turns, then the question, as text ready to send.
+
+use crate::session::Selection;
+
+/// Heading before the selected turns.
+pub const CONTEXT_HEADING: &str =
+    "Earlier conversation (selected by ctxgate, pruned to the relevant sentences):";
+/// Heading before the question.
+pub const QUESTION_HEADING: &str = "Current question:";
+
+/// The prompt text for `query` with `selection`'s blocks (no system prompt).
+pub fn render(selection: &Selection, query: &str) -> String {
+    let mut out = String::new();
+    if !selection.blocks.is_empty() {
+        out.push_str(CONTEXT_HEADING);
+        out.push_str("\n\n");
+        for block in &selection.blocks {
+            out.push_str(&format!("[turn {}]\n", block.turn_id));
+            if !block.user.is_empty() {
+                out.push_str(&format!("User: {}\n", block.user));
+            }
+            if !block.assistant.is_empty() {
+                out.push_str(&format!("Assistant: {}\n", block.assistant));
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str(QUESTION_HEADING);
+    out.push('\n');
+    out.push_str(query.trim());
+    out.push('\n');
+    out
+}
+
+/// The framing text around the blocks whose tokens the prompt's budget must leave room for.
+pub fn framing(query: &str) -> String {
+    format!("{CONTEXT_HEADING}\n\n{QUESTION_HEADING}\n{}\n", query.trim())
+}
+
+/// The per-block framing: `[turn N]`, the side labels and line breaks.
+pub fn block_framing(turn_id: u32) -> String {
+    format!("[turn {turn_id}]\nUser: \nAssistant: \n\n")
+}

@@ -1,0 +1,177 @@
+//! Sentence pruning (DESIGN §3.6): keep only the sentences of a block that carry the query.
+//!
+//! Each side keeps at most [`MAX_SENTENCES_PER_SIDE`] sentences that contain a query anchor,
+//! the ones with the most query IDF, in their original order. The assistant side always keeps
+//! its first sentence (it says what the reply is about) within that cap. A block where no
+//! sentence contains a query anchor is empty after pruning: the caller skips it.
+
+use crate::anchor::{self, is_cjk_ngram};
+use crate::query::QueryAnchors;
+use crate::text::{Sentence, is_word_char, split_sentences};
+
+/// DESIGN §3.6: sentences kept per side.
+pub const MAX_SENTENCES_PER_SIDE: usize = 3;
+
+/// Marks where pruning removed sentences between two kept ones.
+pub const GAP: &str = " … ";
+
+/// A block after pruning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrunedBlock {
+    /// The kept user sentences.
+    pub user: String,
+    /// The kept assistant sentences.
+    pub assistant: String,
+    /// Query anchors the kept text contains (bit `i` = anchor `i`).
+    pub matched: u64,
+}
+
+/// Prunes a block to the sentences that contain the query's anchors; `None` if none does.
+pub fn prune(user: &str, assistant: &str, query: &QueryAnchors) -> Option<PrunedBlock> {
+    let (user, user_mask) = prune_side(user, query, false);
+    let (assistant, assistant_mask) = prune_side(assistant, query, true);
+    let matched = user_mask | assistant_mask;
+    (matched != 0).then_some(PrunedBlock { user, assistant, matched })
+}
+
+fn prune_side(text: &str, query: &QueryAnchors, keep_first: bool) -> (String, u64) {
+    let sentences = split_sentences(text);
+    let masks: Vec<u64> = sentences.iter().map(|s| sentence_mask(s.text, query)).collect();
+    // Candidates: anchored sentences by query IDF (descending), then position.
+    let mut ranked: Vec<usize> = (0..sentences.len()).filter(|&i| masks[i] != 0).collect();
+    ranked.sort_by(|&a, &b| query.idf_of(masks[b]).total_cmp(&query.idf_of(masks[a])).then(a.cmp(&b)));
+    let mut kept: Vec<usize> = Vec::with_capacity(MAX_SENTENCES_PER_SIDE);
+    if keep_first && !sentences.is_empty() && masks.iter().any(|&m| m != 0) {
+        kept.push(0);
+    }
+    for i in ranked {
+        if kept.len() == MAX_SENTENCES_PER_SIDE {
+            break;
+        }
+        if !kept.contains(&i) {
+            kept.push(i);
+        }
+    }
+    if keep_first && kept.is_empty() && !sentences.is_empty() {
+        kept.push(0);
+    }
+    kept.sort_unstable();
+    let mask = kept.iter().fold(0, |m, &i| m | masks[i]);
+    (join(&sentences, &kept), mask)
+}
+
+/// Joins kept sentences, marking each gap where sentences were left out.
+fn join(sentences: &[Sentence<'_>], kept: &[usize]) -> String {
+    let mut out = String::new();
+    let mut previous: Option<usize> = None;
+    for &i in kept {
+        match previous {
+            None if i > 0 => out.push_str(GAP.trim_start()),
+            Some(p) if i > p + 1 => out.push_str(GAP),
+            Some(_) => out.push(' '),
+            None => {}
+        }
+        out.push_str(sentences[i].text);
+        previous = Some(i);
+    }
+    if previous.is_some_and(|p| p + 1 < sentences.len()) {
+        out.push_str(GAP.trim_end());
+    }
+    out
+}
+
+/// The query anchors one sentence contains.
+fn sentence_mask(sentence: &str, query: &QueryAnchors) -> u64 {
+    let counts = anchor::extract(sentence);
+    let lower = sentence.to_lowercase();
+    let mut mask = 0;
+    for (i, a) in query.anchors().iter().enumerate() {
+        // Words and n-grams are matched as anchors (so `lock` is not found in `block`);
+        // phrases and the fallback anchor, which extraction of a sentence need not produce,
+        // by their text.
+        let is_single_anchor = a.text.chars().all(is_word_char) || is_cjk_ngram(&a.text);
+        let found = if is_single_anchor { counts.contains(&a.text) } else { lower.contains(&a.text) };
+        if found {
+            mask |= 1u64 << i;
+        }
+    }
+    mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn query(text: &str) -> QueryAnchors {
+        // Equal document frequencies: anchors order by text, idf equal.
+        let counts = anchor::extract(text);
+        let _: HashMap<(), ()> = HashMap::new();
+        QueryAnchors::build(text, &counts, 100, |_| Ok::<_, ()>(1)).unwrap()
+    }
+
+    #[test]
+    fn pruning_rows() {
+        // (user, assistant, query, expected user, expected assistant)
+        let rows: &[(&str, &str, &str, &str, &str)] = &[
+            // `. ` split; only the anchored sentence stays, gaps are marked
+            (
+                "Hello there. The redis lock expired. Thanks.",
+                "Sure. Use a longer TTL.",
+                "redis ttl",
+                "… The redis lock expired. …",
+                "Sure. Use a longer TTL.",
+            ),
+            // `\n` split, assistant keeps its first sentence without an anchor
+            (
+                "first line\nredis line",
+                "Okay then.\nNothing here.\nredis again",
+                "redis",
+                "… redis line",
+                "Okay then. … redis again",
+            ),
+            // CJK sentence ends
+            (
+                "你好。分布式锁超时了！怎么办？",
+                "建议。续期分布式锁。",
+                "分布式锁",
+                "… 分布式锁超时了！ …",
+                "建议。 续期分布式锁。",
+            ),
+            // three-sentence cap per side: the three with most query IDF win
+            (
+                "redis a. redis lock. redis lock ttl. redis lock ttl expire. plain.",
+                "",
+                "redis lock ttl expire",
+                "… redis lock. redis lock ttl. redis lock ttl expire. …",
+                "",
+            ),
+            // `lock` is not found inside `block`
+            ("a block here", "a block there", "lock", "", ""),
+        ];
+        for (user, assistant, q, want_user, want_assistant) in rows {
+            let got = prune(user, assistant, &query(q));
+            match got {
+                Some(p) => {
+                    assert_eq!(p.user, *want_user, "user side of {user:?} for {q:?}");
+                    assert_eq!(p.assistant, *want_assistant, "assistant side of {assistant:?} for {q:?}");
+                }
+                None => {
+                    assert!(want_user.is_empty() && want_assistant.is_empty(), "{user:?} pruned to nothing")
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn empty_after_pruning_is_none() {
+        assert_eq!(prune("nothing relevant", "still nothing", &query("redis")), None);
+    }
+
+    #[test]
+    fn matched_mask_covers_kept_text_only() {
+        let q = query("alpha beta");
+        let p = prune("alpha one. x. y. z. w. alpha two. alpha three. alpha four beta", "", &q).unwrap();
+        assert_eq!(p.matched, q.full_mask());
+    }
+}

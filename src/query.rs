@@ -1,0 +1,143 @@
+//! The anchors of a query, weighted by IDF: what the gate, recall, pruning and selection use.
+//!
+//! Built with index statistics: the CJK n-gram IDF floor of DESIGN §3.1 applies here, the
+//! query keeps at most [`MAX_QUERY_ANCHORS`] anchors (most discriminative first), and a query
+//! left with none falls back to its first 20 characters as one anchor.
+
+use crate::anchor::{self, AnchorCounts, is_cjk_ngram};
+use crate::idf::{CJK_NGRAM_MIN_IDF, idf};
+use crate::store::anchor_hash;
+use serde::Serialize;
+
+/// A long query (a pasted log) keeps its 64 most discriminative anchors: enough to find what it
+/// is about, and it bounds the postings a query reads. Anchors are tracked in a `u64` mask.
+pub const MAX_QUERY_ANCHORS: usize = 64;
+
+/// One anchor of a query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryAnchor {
+    /// The anchor text.
+    pub text: String,
+    /// Its IDF in the index.
+    pub idf: f64,
+    #[serde(skip)]
+    pub(crate) hash: u64,
+}
+
+/// A query's anchors, sorted by IDF (descending, then text); anchor `i` is bit `i` of a mask.
+#[derive(Debug, Clone, Default)]
+pub struct QueryAnchors {
+    anchors: Vec<QueryAnchor>,
+}
+
+impl QueryAnchors {
+    /// Weights `counts` with `df` over `blocks` blocks, applying the floor, cap and fallback.
+    pub fn build<E>(
+        text: &str,
+        counts: &AnchorCounts,
+        blocks: u64,
+        mut df: impl FnMut(u64) -> Result<u64, E>,
+    ) -> Result<Self, E> {
+        let mut anchors = Vec::with_capacity(counts.len());
+        for candidate in counts.anchors() {
+            let hash = anchor_hash(candidate);
+            let weight = idf(blocks, df(hash)?);
+            if is_cjk_ngram(candidate) && weight < CJK_NGRAM_MIN_IDF {
+                continue;
+            }
+            anchors.push(QueryAnchor { text: candidate.to_string(), idf: weight, hash });
+        }
+        if anchors.is_empty()
+            && let Some(head) = anchor::fallback_anchor(text)
+        {
+            let hash = anchor_hash(&head);
+            anchors.push(QueryAnchor { idf: idf(blocks, df(hash)?), text: head, hash });
+        }
+        anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
+        anchors.truncate(MAX_QUERY_ANCHORS);
+        Ok(Self { anchors })
+    }
+
+    /// The anchors, most discriminative first.
+    pub fn anchors(&self) -> &[QueryAnchor] {
+        &self.anchors
+    }
+
+    /// Number of anchors.
+    pub fn len(&self) -> usize {
+        self.anchors.len()
+    }
+
+    /// The mask with every anchor's bit set.
+    pub fn full_mask(&self) -> u64 {
+        mask_of_len(self.anchors.len())
+    }
+
+    /// Sum of IDF over the anchors whose bits are set in `mask`.
+    pub fn idf_of(&self, mask: u64) -> f64 {
+        self.anchors.iter().enumerate().filter(|(i, _)| mask & (1u64 << i) != 0).map(|(_, a)| a.idf).sum()
+    }
+
+    /// Texts of the anchors whose bits are set in `mask`, in anchor order.
+    pub fn texts_of(&self, mask: u64) -> Vec<String> {
+        self.anchors
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1u64 << i) != 0)
+            .map(|(_, a)| a.text.clone())
+            .collect()
+    }
+}
+
+/// A mask with the low `len` bits set.
+pub fn mask_of_len(len: usize) -> u64 {
+    if len >= 64 { u64::MAX } else { (1u64 << len) - 1 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn build(text: &str, blocks: u64, dfs: &[(&str, u64)]) -> QueryAnchors {
+        let table: HashMap<u64, u64> = dfs.iter().map(|(a, df)| (anchor_hash(a), *df)).collect();
+        QueryAnchors::build(text, &anchor::extract(text), blocks, |h| {
+            Ok::<_, ()>(table.get(&h).copied().unwrap_or(0))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn weights_sorts_and_floors() {
+        let q = build("redis 分布式", 9, &[("redis", 1), ("分布", 8), ("分布式", 2), ("布式", 0)]);
+        let texts: Vec<&str> = q.anchors().iter().map(|a| a.text.as_str()).collect();
+        // 分布 (df 8 of 9, idf 1.1) is below the floor; the rest sort by idf.
+        assert_eq!(texts, ["布式", "redis", "分布式"]);
+        assert!((q.anchors()[1].idf - (5f64.ln() + 1.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn falls_back_to_first_twenty_chars() {
+        let q = build("the and of it is was", 5, &[]);
+        assert_eq!(q.anchors()[0].text, "the and of it is was");
+        assert_eq!(q.len(), 1);
+        assert_eq!(build("   ", 5, &[]).len(), 0);
+    }
+
+    #[test]
+    fn floored_only_query_falls_back() {
+        let q = build("分布", 3, &[("分布", 3)]);
+        // 分布 itself (idf 1.0) is floored; the fallback is the same text, as a phrase.
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.anchors()[0].text, "分布");
+    }
+
+    #[test]
+    fn masks() {
+        let q = build("alpha beta gamma", 10, &[("alpha", 1), ("beta", 2), ("gamma", 3)]);
+        assert_eq!(q.full_mask(), 0b111);
+        assert_eq!(q.texts_of(0b101), ["alpha", "gamma"]);
+        assert!((q.idf_of(0b011) - (q.anchors()[0].idf + q.anchors()[1].idf)).abs() < 1e-12);
+        assert_eq!(mask_of_len(64), u64::MAX);
+    }
+}

@@ -1,0 +1,187 @@
+//! Sparse recall (DESIGN §3.4): score the blocks that share anchors with the query.
+//!
+//! ```text
+//! score(b, q) = 1.5·lex(u_b, q) + 0.7·lex(a_b, q) + 1.0·exact(b, q) + 0.2·recency(b)
+//! ```
+//! `lex` is BM25 (k1 = 1.2, b = 0.75) of one side, divided by its upper bound
+//! `Σ idf(t)·(k1 + 1)` over the query's anchors so it lies in [0, 1]. Only blocks in some
+//! query anchor's postings are scored: the input is the postings of the query's anchors, never
+//! the history. Each anchor's postings are scored on the rayon pool; the per-block sums are
+//! then added in anchor order, so the result does not depend on the number of threads.
+
+use crate::query::QueryAnchors;
+use crate::store::postings::Posting;
+use rayon::prelude::*;
+
+/// DESIGN §3.4: blocks kept after scoring.
+pub const RECALL_LIMIT: usize = 20;
+/// DESIGN §3.4: BM25 term-frequency saturation.
+pub const BM25_K1: f64 = 1.2;
+/// DESIGN §3.4: BM25 length normalization.
+pub const BM25_B: f64 = 0.75;
+/// DESIGN §3.7: weight of the user side.
+pub const WEIGHT_USER: f64 = 1.5;
+/// DESIGN §3.7: weight of the assistant side.
+pub const WEIGHT_ASSISTANT: f64 = 0.7;
+/// DESIGN §3.7: weight of an exact match (the block has every query anchor).
+pub const WEIGHT_EXACT: f64 = 1.0;
+/// DESIGN §3.7: weight of recency.
+pub const WEIGHT_RECENCY: f64 = 0.2;
+/// DESIGN §3.4: the recency window, in turns. A turn this many turns old or older gets no
+/// recency bonus; the latest turn gets all of it. 50 turns is about one working session.
+pub const RECENCY_WINDOW_TURNS: u32 = 50;
+
+/// Corpus figures recall needs.
+#[derive(Debug, Clone, Copy)]
+pub struct RecallContext {
+    /// Average user-side length in anchors.
+    pub avg_len_user: f64,
+    /// Average assistant-side length in anchors.
+    pub avg_len_assistant: f64,
+    /// The turn being asked about: the session's turn count (or `--as-of`).
+    pub current_turn: u32,
+}
+
+/// A scored block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Turn id within the session.
+    pub turn: u32,
+    /// The §3.4 score.
+    pub score: f64,
+    /// Query anchors the block contains (bit `i` = anchor `i`).
+    pub matched: u64,
+}
+
+/// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
+/// each sorted by turn). Returns candidates ranked by score descending, then turn ascending.
+pub fn score(query: &QueryAnchors, postings: &[Vec<Posting>], context: &RecallContext) -> Vec<Candidate> {
+    let upper_bound: f64 = query.anchors().iter().map(|a| a.idf * (BM25_K1 + 1.0)).sum();
+    if upper_bound <= 0.0 {
+        return Vec::new();
+    }
+    // (turn, anchor index, user contribution, assistant contribution), scored in parallel.
+    let mut hits: Vec<(u32, u8, f64, f64)> = postings
+        .par_iter()
+        .zip(query.anchors().par_iter())
+        .enumerate()
+        .flat_map_iter(|(index, (list, anchor))| {
+            list.iter().map(move |p| {
+                let user = bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
+                let assistant = bm25(anchor.idf, p.tf_assistant, p.len_assistant, context.avg_len_assistant);
+                (p.turn, index as u8, user, assistant)
+            })
+        })
+        .collect();
+    hits.par_sort_unstable_by_key(|h| (h.0, h.1));
+
+    let full = query.full_mask();
+    let mut candidates = Vec::new();
+    let mut i = 0;
+    while i < hits.len() {
+        let turn = hits[i].0;
+        let (mut user, mut assistant, mut matched) = (0.0, 0.0, 0u64);
+        while i < hits.len() && hits[i].0 == turn {
+            user += hits[i].2;
+            assistant += hits[i].3;
+            matched |= 1u64 << hits[i].1;
+            i += 1;
+        }
+        let exact = if matched == full { 1.0 } else { 0.0 };
+        let score = WEIGHT_USER * user / upper_bound
+            + WEIGHT_ASSISTANT * assistant / upper_bound
+            + WEIGHT_EXACT * exact
+            + WEIGHT_RECENCY * recency(turn, context.current_turn);
+        candidates.push(Candidate { turn, score, matched });
+    }
+    candidates.par_sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.turn.cmp(&b.turn)));
+    candidates
+}
+
+/// One anchor's BM25 contribution to one side.
+pub fn bm25(idf: f64, tf: u32, len: u32, avg_len: f64) -> f64 {
+    if tf == 0 {
+        return 0.0;
+    }
+    let tf = f64::from(tf);
+    let norm = if avg_len > 0.0 { f64::from(len) / avg_len } else { 1.0 };
+    idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm))
+}
+
+/// `max(0, 1 − (current_turn − turn) / window)`.
+pub fn recency(turn: u32, current_turn: u32) -> f64 {
+    let age = f64::from(current_turn.saturating_sub(turn));
+    (1.0 - age / f64::from(RECENCY_WINDOW_TURNS)).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::anchor;
+
+    fn posting(turn: u32, tf_user: u32, tf_assistant: u32) -> Posting {
+        Posting { turn, tf_user, tf_assistant, len_user: 4, len_assistant: 8 }
+    }
+
+    fn query(dfs: &[(&str, u64)], blocks: u64) -> QueryAnchors {
+        let text: Vec<&str> = dfs.iter().map(|(t, _)| *t).collect();
+        let text = text.join(" ");
+        let table: std::collections::HashMap<u64, u64> =
+            dfs.iter().map(|(t, df)| (crate::store::anchor_hash(t), *df)).collect();
+        QueryAnchors::build(&text, &anchor::extract(&text), blocks, |h| Ok::<_, ()>(table[&h])).unwrap()
+    }
+
+    #[test]
+    fn scores_match_the_formula_by_hand() {
+        // Anchors sorted by idf: "redis" (df 1) then "lock" (df 3), N = 10.
+        let q = query(&[("redis", 1), ("lock", 3)], 10);
+        let (idf_redis, idf_lock) = (q.anchors()[0].idf, q.anchors()[1].idf);
+        let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 10 };
+        // Turn 9 has both anchors (user side); turn 2 has "lock" on the assistant side only.
+        let postings = vec![vec![posting(9, 1, 0)], vec![posting(2, 0, 2), posting(9, 1, 0)]];
+        let got = score(&q, &postings, &context);
+
+        let bound = (idf_redis + idf_lock) * 2.2;
+        // len == avg, so the length factor is 1: tf·2.2 / (tf + 1.2).
+        let side = |idf: f64, tf: f64| idf * tf * 2.2 / (tf + 1.2);
+        let turn9 =
+            1.5 * (side(idf_redis, 1.0) + side(idf_lock, 1.0)) / bound + 1.0 + 0.2 * (1.0 - 1.0 / 50.0);
+        let turn2 = 0.7 * side(idf_lock, 2.0) / bound + 0.2 * (1.0 - 8.0 / 50.0);
+        assert_eq!(got.len(), 2);
+        assert_eq!((got[0].turn, got[0].matched), (9, 0b11));
+        assert_eq!((got[1].turn, got[1].matched), (2, 0b10));
+        assert!((got[0].score - turn9).abs() < 1e-12, "{} vs {turn9}", got[0].score);
+        assert!((got[1].score - turn2).abs() < 1e-12, "{} vs {turn2}", got[1].score);
+    }
+
+    #[test]
+    fn ties_break_by_turn_and_threads_agree() {
+        let q = query(&[("alpha", 2)], 100);
+        let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 500 };
+        let postings = vec![(0..300).map(|t| posting(t, 1, 1)).collect::<Vec<_>>()];
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap()
+            .install(|| score(&q, &postings, &context));
+        let many = rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap()
+            .install(|| score(&q, &postings, &context));
+        assert_eq!(one, many);
+        assert!(one.windows(2).all(|w| w[0].score > w[1].score || w[0].turn < w[1].turn));
+    }
+
+    #[test]
+    fn bm25_and_recency() {
+        assert_eq!(bm25(2.0, 0, 5, 5.0), 0.0);
+        assert!(bm25(2.0, 3, 5, 5.0) > bm25(2.0, 1, 5, 5.0), "more occurrences score more");
+        assert!(bm25(2.0, 1, 2, 5.0) > bm25(2.0, 1, 20, 5.0), "shorter sides score more");
+        assert!(bm25(2.0, 1000, 0, 5.0) < 2.0 * 2.2, "bounded by idf·(k1+1)");
+        assert_eq!(recency(10, 10), 1.0);
+        assert_eq!(recency(0, 50), 0.0);
+        assert_eq!(recency(0, 80), 0.0);
+        assert!((recency(40, 50) - 0.8).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,197 @@
+//! Minimum-coverage selection (DESIGN §3.5): the fewest tokens that cover the query.
+//!
+//! Greedy: repeatedly take the block with the largest
+//! `gain(b) = Σ idf(t), t ∈ cov(b) \ covered  /  cost(b)^α` (α = 0.8) until the covered IDF
+//! reaches 85% of the query's, or nothing more fits. A block that does not fit the remaining
+//! budget is skipped; a block with zero gain is never taken. Ties go to the lower turn id.
+//! The `fill` policy then spends what is left of the budget on the best remaining candidates.
+
+use crate::query::QueryAnchors;
+use serde::{Deserialize, Serialize};
+
+/// DESIGN §3.7: stop once this share of the query's IDF is covered.
+pub const COVERAGE_STOP: f64 = 0.85;
+/// DESIGN §3.7: cost exponent of the greedy gain.
+pub const GREEDY_ALPHA: f64 = 0.8;
+
+/// How much of the budget a selection may spend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// The smallest context that covers the query (the greedy alone). The default.
+    #[default]
+    Minimal,
+    /// The greedy, then the rest of the budget filled with the best remaining candidates.
+    Fill,
+}
+
+/// A candidate as the greedy sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Offer {
+    /// Turn id, for ties.
+    pub turn: u32,
+    /// Token estimate of the pruned block.
+    pub tokens: u32,
+    /// Query anchors the pruned block contains.
+    pub matched: u64,
+}
+
+/// One taken block: its index in the offers and the anchors it newly covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    /// Index into the offers.
+    pub offer: usize,
+    /// Anchors this block covered first.
+    pub newly_covered: u64,
+}
+
+/// Chooses blocks from `offers` (in recall rank order) within `budget` tokens.
+pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Policy) -> Vec<Pick> {
+    let total = query.idf_of(query.full_mask());
+    let mut picks: Vec<Pick> = Vec::new();
+    let mut taken = vec![false; offers.len()];
+    let (mut covered, mut used) = (0u64, 0u32);
+    while total > 0.0 && query.idf_of(covered) < COVERAGE_STOP * total {
+        let mut best: Option<(f64, usize)> = None;
+        for (i, offer) in offers.iter().enumerate() {
+            if taken[i] || used.saturating_add(offer.tokens) > budget {
+                continue;
+            }
+            let gained = query.idf_of(offer.matched & !covered);
+            if gained <= 0.0 {
+                continue;
+            }
+            let gain = gained / f64::from(offer.tokens.max(1)).powf(GREEDY_ALPHA);
+            let better = match best {
+                None => true,
+                Some((g, j)) => gain > g || (gain == g && offer.turn < offers[j].turn),
+            };
+            if better {
+                best = Some((gain, i));
+            }
+        }
+        let Some((_, i)) = best else { break };
+        taken[i] = true;
+        used += offers[i].tokens;
+        picks.push(Pick { offer: i, newly_covered: offers[i].matched & !covered });
+        covered |= offers[i].matched;
+    }
+    if policy == Policy::Fill {
+        for (i, offer) in offers.iter().enumerate() {
+            if !taken[i] && offer.matched != 0 && used.saturating_add(offer.tokens) <= budget {
+                taken[i] = true;
+                used += offer.tokens;
+                picks.push(Pick { offer: i, newly_covered: offer.matched & !covered });
+                covered |= offer.matched;
+            }
+        }
+    }
+    picks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::anchor;
+
+    /// Four anchors with idf 4, 3, 2, 1 (total 10): 85% needs 8.5.
+    fn query() -> QueryAnchors {
+        let text = "aaaa bbbb cccc dddd";
+        let dfs = [("aaaa", 4.0), ("bbbb", 3.0), ("cccc", 2.0), ("dddd", 1.0)];
+        let n = 1000u64;
+        // Choose df so idf is exactly the wanted value: idf = ln((n+1)/(df+1)) + 1.
+        let table: std::collections::HashMap<u64, f64> =
+            dfs.iter().map(|(t, idf)| (crate::store::anchor_hash(t), *idf)).collect();
+        let q = QueryAnchors::build(text, &anchor::extract(text), n, |h| {
+            let want = table[&h];
+            Ok::<_, ()>((((n as f64 + 1.0) / (want - 1.0).exp()) - 1.0).round() as u64)
+        })
+        .unwrap();
+        assert_eq!(
+            q.anchors().iter().map(|a| a.text.as_str()).collect::<Vec<_>>(),
+            ["aaaa", "bbbb", "cccc", "dddd"]
+        );
+        q
+    }
+
+    fn offer(turn: u32, tokens: u32, matched: u64) -> Offer {
+        Offer { turn, tokens, matched }
+    }
+
+    fn turns(offers: &[Offer], picks: &[Pick]) -> Vec<u32> {
+        picks.iter().map(|p| offers[p.offer].turn).collect()
+    }
+
+    #[test]
+    fn greedy_rows() {
+        let q = query();
+        // (offers, budget, policy, expected turns in pick order, why)
+        type Row = (Vec<Offer>, u32, Policy, Vec<u32>, &'static str);
+        let rows: Vec<Row> = vec![
+            (
+                vec![offer(1, 10, 0b0011), offer(2, 10, 0b0100), offer(3, 10, 0b1000)],
+                100,
+                Policy::Minimal,
+                vec![1, 2],
+                "stops at 85%: 4+3+2 = 9 of 10 covered, the 1-idf block is not needed",
+            ),
+            (
+                vec![offer(1, 100, 0b1111), offer(2, 5, 0b0011), offer(3, 5, 0b0100)],
+                1000,
+                Policy::Minimal,
+                vec![2, 3],
+                "α favours small blocks: two cheap ones beat one big one",
+            ),
+            (
+                vec![offer(1, 50, 0b0011), offer(2, 10, 0b0001)],
+                20,
+                Policy::Minimal,
+                vec![2],
+                "a block that does not fit is skipped, a smaller one still taken",
+            ),
+            (
+                vec![offer(1, 10, 0b0001), offer(2, 10, 0b0001), offer(3, 10, 0)],
+                100,
+                Policy::Minimal,
+                vec![1],
+                "zero gain is never taken, even with budget left",
+            ),
+            (
+                vec![offer(5, 10, 0b0011), offer(4, 10, 0b0011)],
+                100,
+                Policy::Minimal,
+                vec![4],
+                "equal gain: the lower turn id wins",
+            ),
+            (
+                vec![offer(1, 10, 0b0001), offer(2, 10, 0b0010), offer(3, 10, 0b0100)],
+                25,
+                Policy::Minimal,
+                vec![1, 2],
+                "budget exhausted before coverage",
+            ),
+            (
+                vec![offer(1, 10, 0b1111), offer(2, 10, 0b0001), offer(3, 10, 0), offer(4, 90, 0b0010)],
+                30,
+                Policy::Fill,
+                vec![1, 2],
+                "fill spends the rest on anchored blocks that fit, in rank order",
+            ),
+        ];
+        for (offers, budget, policy, expected, why) in rows {
+            let picks = choose(&q, &offers, budget, policy);
+            assert_eq!(turns(&offers, &picks), expected, "{why}");
+            let used: u32 = picks.iter().map(|p| offers[p.offer].tokens).sum();
+            assert!(used <= budget, "{why}: used {used} > budget {budget}");
+        }
+    }
+
+    #[test]
+    fn newly_covered_is_disjoint() {
+        let q = query();
+        let offers = [offer(1, 10, 0b0011), offer(2, 10, 0b0110)];
+        let picks = choose(&q, &offers, 100, Policy::Minimal);
+        assert_eq!(picks[0].newly_covered, 0b0011);
+        assert_eq!(picks[1].newly_covered, 0b0100);
+    }
+}

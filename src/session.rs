@@ -1,0 +1,269 @@
+//! `Session`: add turns, gate, select and build prompts for one named conversation.
+
+use crate::anchor;
+use crate::error::{Error, Result};
+use crate::gate::{GateDecision, Topic};
+use crate::gatekeeper::Gatekeeper;
+use crate::pipeline::{self, SelectParams, SessionRef};
+use crate::prompt;
+use crate::query::QueryAnchor;
+use crate::select::Policy;
+use crate::store::records::{GateRecord, TurnRecord};
+use serde::Serialize;
+
+/// A turn id: the position of a turn in its session, from 0.
+pub type TurnId = u32;
+
+/// Largest accepted text of one side of a turn, or of a query.
+pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
+
+/// Per-call overrides of [`crate::Options`] for a selection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SelectOptions {
+    /// Token budget (default: `Options::token_budget`).
+    pub budget: Option<u32>,
+    /// Answer as if only turns `0..as_of` existed (default: all turns).
+    pub as_of: Option<u32>,
+    /// Selection policy (default: `Options::policy`).
+    pub policy: Option<Policy>,
+}
+
+/// The budget of a selection and what it used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// The token budget.
+    pub limit: u32,
+    /// Estimated tokens of the selected blocks; never above `limit`.
+    pub used: u32,
+}
+
+/// One selected block: a past turn, pruned to what the query needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedBlock {
+    /// The turn's id in its session.
+    pub turn_id: TurnId,
+    /// The kept user sentences.
+    pub user: String,
+    /// The kept assistant sentences.
+    pub assistant: String,
+    /// The recall score (DESIGN §3.4).
+    pub score: f64,
+    /// Query anchors this block covered first.
+    pub covered_anchors: Vec<String>,
+    /// Estimated tokens of `user` and `assistant`.
+    pub tokens: u32,
+}
+
+/// What ctxgate selected for a query, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Selection {
+    /// The session asked about.
+    pub session: String,
+    /// The query.
+    pub query: String,
+    /// The gate's decision.
+    pub decision: GateDecision,
+    /// The query's anchors with their IDF, most discriminative first.
+    pub anchors: Vec<QueryAnchor>,
+    /// The policy used.
+    pub policy: Policy,
+    /// Budget and use.
+    pub budget: Budget,
+    /// Covered share of the query's IDF, in [0, 1].
+    pub coverage: f64,
+    /// Selected blocks in chronological order.
+    pub blocks: Vec<SelectedBlock>,
+}
+
+/// A named session of a [`Gatekeeper`]. Cheap: holds the name, not a transaction.
+pub struct Session<'g> {
+    gatekeeper: &'g Gatekeeper,
+    name: String,
+}
+
+impl<'g> Session<'g> {
+    pub(crate) fn new(gatekeeper: &'g Gatekeeper, name: String) -> Self {
+        Self { gatekeeper, name }
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Records a turn (creating the session on its first turn) and returns its id, from 0.
+    ///
+    /// The turn, its gate decision and the session's new segment state are one durable
+    /// transaction. A turn whose estimate exceeds the token budget is stored with a warning.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if both texts are blank or one is over [`MAX_TEXT_BYTES`].
+    pub fn add_turn(&self, user: &str, assistant: &str) -> Result<TurnId> {
+        check_text("user text", user)?;
+        check_text("assistant text", assistant)?;
+        if user.trim().is_empty() && assistant.trim().is_empty() {
+            return Err(Error::InvalidInput {
+                what: "turn",
+                reason: "both the user and the assistant text are empty".into(),
+            });
+        }
+        let user_anchors = anchor::extract(user);
+        let assistant_anchors = anchor::extract(assistant);
+        let forward = pipeline::forward_record(&user_anchors, &assistant_anchors);
+        let estimator = self.gatekeeper.estimator();
+        let tokens = estimator.estimate(user).saturating_add(estimator.estimate(assistant));
+        let turn = self.gatekeeper.store().write(|view| -> Result<TurnId> {
+            let (id, mut record) = match view.session_by_name(&self.name)? {
+                Some(found) => found,
+                None => view.create_session(&self.name)?,
+            };
+            let turn = record.turn_count;
+            let session = SessionRef { id, record: &record };
+            let (_, decision) = pipeline::gate_with_anchors(view, Some(&session), turn, user, &user_anchors)?;
+            let switch = decision.topic == Topic::Switch;
+            let segment_start = if switch { turn } else { record.segment_start };
+            let stored = TurnRecord {
+                user: user.to_string(),
+                assistant: assistant.to_string(),
+                gate: GateRecord {
+                    switch,
+                    overlap: decision.overlap as f32,
+                    new_ratio: decision.new_ratio as f32,
+                    deictic: decision.deictic.map(str::to_string),
+                },
+                segment_start,
+                time: None,
+                tools: Vec::new(),
+            };
+            view.put_turn(id, turn, &stored, forward)?;
+            record.turn_count = turn.checked_add(1).ok_or_else(|| Error::InvalidInput {
+                what: "turn",
+                reason: "the session has the maximum number of turns".into(),
+            })?;
+            record.segment_start = segment_start;
+            view.put_session(id, &record)?;
+            view.fold_if_due()?;
+            Ok(turn)
+        })?;
+        let budget = self.gatekeeper.options().token_budget;
+        if tokens > budget {
+            log::warn!("turn {turn} of {:?} is ~{tokens} tokens, over the {budget}-token budget", self.name);
+        }
+        Ok(turn)
+    }
+
+    /// The gate's decision for `query` as the next user message (after turns `0..as_of`).
+    pub fn gate(&self, query: &str, as_of: Option<u32>) -> Result<GateDecision> {
+        check_query(query)?;
+        let view = self.gatekeeper.store().read()?;
+        let (id, record) = self.lookup(&view)?;
+        let as_of = resolve_as_of(as_of, record.turn_count)?;
+        let session = SessionRef { id, record: &record };
+        Ok(self.gatekeeper.in_pool(|| pipeline::gate(&view, Some(&session), as_of, query))?.1)
+    }
+
+    /// Selects context for `query` with the gatekeeper's default options.
+    pub fn select(&self, query: &str) -> Result<Selection> {
+        self.select_with(query, &SelectOptions::default())
+    }
+
+    /// Selects context for `query`: gate, recall, filter, prune, greedy coverage.
+    ///
+    /// # Errors
+    /// [`Error::UnknownSession`], [`Error::InvalidInput`] for a blank query or an `as_of`
+    /// beyond the session's turns.
+    pub fn select_with(&self, query: &str, options: &SelectOptions) -> Result<Selection> {
+        self.select_inner(query, options, 0)
+    }
+
+    fn select_inner(&self, query: &str, options: &SelectOptions, block_overhead: u32) -> Result<Selection> {
+        check_query(query)?;
+        let defaults = self.gatekeeper.options();
+        let budget = options.budget.unwrap_or(defaults.token_budget);
+        let policy = options.policy.unwrap_or(defaults.policy);
+        let view = self.gatekeeper.store().read()?;
+        let (id, record) = self.lookup(&view)?;
+        let as_of = resolve_as_of(options.as_of, record.turn_count)?;
+        let session = SessionRef { id, record: &record };
+        let params =
+            SelectParams { as_of, budget, block_overhead, policy, estimator: self.gatekeeper.estimator() };
+        let outcome = self.gatekeeper.in_pool(|| pipeline::select(&view, &session, query, &params))?;
+        let total = outcome.query.idf_of(outcome.query.full_mask());
+        let coverage = if total > 0.0 { outcome.query.idf_of(outcome.covered) / total } else { 0.0 };
+        let blocks = outcome
+            .blocks
+            .into_iter()
+            .map(|b| SelectedBlock {
+                turn_id: b.turn,
+                covered_anchors: outcome.query.texts_of(b.newly_covered),
+                user: b.user,
+                assistant: b.assistant,
+                score: b.score,
+                tokens: b.tokens,
+            })
+            .collect();
+        Ok(Selection {
+            session: self.name.clone(),
+            query: query.to_string(),
+            decision: outcome.decision,
+            anchors: outcome.query.anchors().to_vec(),
+            policy,
+            budget: Budget { limit: budget, used: outcome.used_tokens },
+            coverage,
+            blocks,
+        })
+    }
+
+    /// The prompt for `query` with the gatekeeper's default options.
+    pub fn build_prompt(&self, query: &str) -> Result<String> {
+        self.build_prompt_with(query, &SelectOptions::default())
+    }
+
+    /// The prompt text for `query`: selected turns and the question, within the budget
+    /// (the framing and the question count against it too).
+    pub fn build_prompt_with(&self, query: &str, options: &SelectOptions) -> Result<String> {
+        let estimator = self.gatekeeper.estimator();
+        let budget = options.budget.unwrap_or(self.gatekeeper.options().token_budget);
+        let reserved = estimator.estimate(&prompt::framing(query));
+        let overhead = estimator.estimate(&prompt::block_framing(u32::MAX));
+        let options = SelectOptions { budget: Some(budget.saturating_sub(reserved)), ..*options };
+        let selection = self.select_inner(query, &options, overhead)?;
+        Ok(prompt::render(&selection, query))
+    }
+
+    fn lookup<S: crate::store::Source>(
+        &self,
+        view: &crate::store::View<S>,
+    ) -> Result<(u32, crate::store::records::SessionRecord)> {
+        view.session_by_name(&self.name)?.ok_or_else(|| Error::UnknownSession { name: self.name.clone() })
+    }
+}
+
+fn resolve_as_of(as_of: Option<u32>, turns: u32) -> Result<u32> {
+    match as_of {
+        None => Ok(turns),
+        Some(n) if n <= turns => Ok(n),
+        Some(n) => Err(Error::InvalidInput {
+            what: "--as-of",
+            reason: format!("{n} is beyond the session's {turns} turns"),
+        }),
+    }
+}
+
+fn check_text(what: &'static str, text: &str) -> Result<()> {
+    if text.len() > MAX_TEXT_BYTES {
+        return Err(Error::InvalidInput {
+            what,
+            reason: format!("{} bytes is over the limit of {MAX_TEXT_BYTES}", text.len()),
+        });
+    }
+    Ok(())
+}
+
+fn check_query(query: &str) -> Result<()> {
+    check_text("query", query)?;
+    if query.trim().is_empty() {
+        return Err(Error::InvalidInput { what: "query", reason: "it is empty".into() });
+    }
+    Ok(())
+}

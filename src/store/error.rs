@@ -1,0 +1,110 @@
+//! Errors of the storage layer: opening, version checks, busy files, corrupt records.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An error from the index file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The directory that should hold the index does not exist.
+    #[error("directory {} does not exist: create it, or pass another --db", .path.display())]
+    MissingDirectory {
+        /// The missing directory.
+        path: PathBuf,
+    },
+    /// The file exists but is not a ctxgate index.
+    #[error("{} is not a ctxgate index: pass the path of an index, or a new file to create one", .path.display())]
+    NotAnIndex {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file was written by a newer ctxgate.
+    #[error("{} has index format {found}, newer than this ctxgate supports ({supported}): upgrade ctxgate", .path.display())]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Format version in the file.
+        found: u32,
+        /// Newest format this build reads.
+        supported: u32,
+    },
+    /// The file's format or anchor rules are older than this build's.
+    #[error("{} was built with index format {found_format} and anchor rules {found_rules}; this ctxgate uses format {format} and rules {rules}: run `ctxgate rebuild`", .path.display())]
+    NeedsRebuild {
+        /// The file.
+        path: PathBuf,
+        /// Format version in the file.
+        found_format: u32,
+        /// Anchor-rules version in the file.
+        found_rules: u32,
+        /// This build's format version.
+        format: u32,
+        /// This build's anchor-rules version.
+        rules: u32,
+    },
+    /// Another process has the index open.
+    #[error("{} is in use by another process (waited {:.1} s): retry, or route requests through the process that holds it (`ctxgate serve`)", .path.display(), .waited.as_secs_f64())]
+    Busy {
+        /// The file.
+        path: PathBuf,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// A stored record does not decode.
+    #[error("corrupt index record: {what}; run `ctxgate verify` and `ctxgate rebuild`")]
+    Corrupt {
+        /// Which record.
+        what: String,
+    },
+    /// The index file could not be read or written.
+    #[error("cannot access {}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The database engine failed.
+    #[error("index database error")]
+    Database(#[source] redb::Error),
+}
+
+impl Error {
+    /// A stable name for the kind of error, for agents to branch on.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::MissingDirectory { .. } | Error::Io { .. } => "io",
+            Error::NotAnIndex { .. } => "not_an_index",
+            Error::TooNew { .. } => "needs_upgrade",
+            Error::NeedsRebuild { .. } => "needs_rebuild",
+            Error::Busy { .. } => "busy",
+            Error::Corrupt { .. } => "corrupt",
+            Error::Database(_) => "database",
+        }
+    }
+}
+
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::Database(e.into())
+            }
+        }
+    )*};
+}
+from_redb!(
+    redb::Error,
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// A record that failed to decode.
+pub(crate) fn corrupt(what: impl std::fmt::Display, cause: impl std::fmt::Display) -> Error {
+    Error::Corrupt { what: format!("{what}: {cause}") }
+}

@@ -1,0 +1,216 @@
+//! Posting chunks: one anchor's postings within one session, delta + varint encoded.
+//!
+//! A chunk holds at most [`CHUNK_CAPACITY`] postings in ascending turn order:
+//! ```text
+//! varint count | varint last_turn | posting*
+//! posting = varint turn_delta | varint tf_user | varint tf_assistant | varint len_user | varint len_assistant
+//! ```
+//! The first posting's delta is its turn id. The header's `last_turn` lets [`append`] add a
+//! posting without decoding the body, so folding a batch rewrites only each list's tail chunk.
+//! Decoding never trusts the bytes: corrupt input is an error, not a panic.
+
+/// Postings per chunk: keeps a chunk well inside one 4 KiB page (~6 bytes a posting).
+pub const CHUNK_CAPACITY: u32 = 128;
+
+/// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Posting {
+    /// Turn id within the session.
+    pub turn: u32,
+    /// Term frequency in the user text.
+    pub tf_user: u32,
+    /// Term frequency in the assistant text.
+    pub tf_assistant: u32,
+    /// Anchor occurrences in the user text (BM25 document length).
+    pub len_user: u32,
+    /// Anchor occurrences in the assistant text.
+    pub len_assistant: u32,
+}
+
+/// A chunk's bytes could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("posting chunk is corrupt at byte {offset}")]
+pub struct CorruptChunk {
+    /// Byte offset where decoding failed.
+    pub offset: usize,
+}
+
+/// Encodes postings (ascending, distinct turns) as one chunk.
+pub fn encode(postings: &[Posting]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(postings.len() * 6);
+    let mut previous = 0;
+    for (i, p) in postings.iter().enumerate() {
+        let delta = if i == 0 { p.turn } else { p.turn - previous };
+        encode_posting(&mut body, delta, p);
+        previous = p.turn;
+    }
+    with_header(postings.len() as u32, previous, &body)
+}
+
+/// Appends `posting` (whose turn is greater than every turn in the chunk) to an encoded chunk.
+/// Returns `None` if the chunk is full.
+pub fn append(chunk: &[u8], posting: &Posting) -> Result<Option<Vec<u8>>, CorruptChunk> {
+    let mut reader = Reader::new(chunk);
+    let count = reader.varint()?;
+    let last_turn = reader.varint()?;
+    if count >= CHUNK_CAPACITY {
+        return Ok(None);
+    }
+    if count > 0 && posting.turn <= last_turn {
+        return Err(CorruptChunk { offset: 0 });
+    }
+    let delta = if count == 0 { posting.turn } else { posting.turn - last_turn };
+    let mut body = reader.rest().to_vec();
+    encode_posting(&mut body, delta, posting);
+    Ok(Some(with_header(count + 1, posting.turn, &body)))
+}
+
+/// Decodes a chunk, calling `emit` for each posting in turn order.
+pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), CorruptChunk> {
+    let mut reader = Reader::new(chunk);
+    let count = reader.varint()?;
+    let _last_turn = reader.varint()?;
+    let mut turn = 0u32;
+    for i in 0..count {
+        let delta = reader.varint()?;
+        turn = if i == 0 {
+            delta
+        } else {
+            turn.checked_add(delta).ok_or(CorruptChunk { offset: reader.offset })?
+        };
+        emit(Posting {
+            turn,
+            tf_user: reader.varint()?,
+            tf_assistant: reader.varint()?,
+            len_user: reader.varint()?,
+            len_assistant: reader.varint()?,
+        });
+    }
+    if reader.offset != chunk.len() {
+        return Err(CorruptChunk { offset: reader.offset });
+    }
+    Ok(())
+}
+
+fn encode_posting(out: &mut Vec<u8>, delta: u32, p: &Posting) {
+    for v in [delta, p.tf_user, p.tf_assistant, p.len_user, p.len_assistant] {
+        write_varint(out, v);
+    }
+}
+
+fn with_header(count: u32, last_turn: u32, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 8);
+    write_varint(&mut out, count);
+    write_varint(&mut out, last_turn);
+    out.extend_from_slice(body);
+    out
+}
+
+/// LEB128 unsigned varint.
+pub fn write_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// A bounds-checked reader over encoded bytes.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Starts reading at the first byte.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, offset: 0 }
+    }
+
+    /// Reads one LEB128 varint of at most 32 bits.
+    pub fn varint(&mut self) -> Result<u32, CorruptChunk> {
+        let mut value: u64 = 0;
+        for shift in (0..35).step_by(7) {
+            let byte = *self.bytes.get(self.offset).ok_or(CorruptChunk { offset: self.offset })?;
+            self.offset += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return u32::try_from(value).map_err(|_| CorruptChunk { offset: self.offset });
+            }
+        }
+        Err(CorruptChunk { offset: self.offset })
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        self.bytes.get(self.offset..).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn posting(turn: u32, tf_user: u32) -> Posting {
+        Posting { turn, tf_user, tf_assistant: 1, len_user: 12, len_assistant: 300 }
+    }
+
+    fn decode_all(chunk: &[u8]) -> Vec<Posting> {
+        let mut out = Vec::new();
+        decode(chunk, |p| out.push(p)).unwrap();
+        out
+    }
+
+    #[test]
+    fn append_equals_encode() {
+        let postings: Vec<Posting> = [3, 4, 90, 1000, 70_000].iter().map(|&t| posting(t, t % 3)).collect();
+        let mut chunk = encode(&[]);
+        for p in &postings {
+            chunk = append(&chunk, p).unwrap().unwrap();
+        }
+        assert_eq!(chunk, encode(&postings));
+        assert_eq!(decode_all(&chunk), postings);
+    }
+
+    #[test]
+    fn full_chunk_refuses_append() {
+        let postings: Vec<Posting> = (0..CHUNK_CAPACITY).map(|t| posting(t, 1)).collect();
+        let chunk = encode(&postings);
+        assert_eq!(append(&chunk, &posting(CHUNK_CAPACITY, 1)).unwrap(), None);
+    }
+
+    #[test]
+    fn out_of_order_append_is_an_error() {
+        let chunk = encode(&[posting(10, 1)]);
+        assert!(append(&chunk, &posting(10, 1)).is_err());
+    }
+
+    #[test]
+    fn corrupt_bytes_are_errors() {
+        let chunk = encode(&[posting(1, 1), posting(5, 2)]);
+        for cut in 0..chunk.len() {
+            assert!(decode(&chunk[..cut], |_| {}).is_err(), "truncated at {cut}");
+        }
+        assert!(decode(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff], |_| {}).is_err());
+        let mut trailing = chunk.clone();
+        trailing.push(0);
+        assert!(decode(&trailing, |_| {}).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip(deltas in proptest::collection::vec((1u32..5000, 0u32..50, 0u32..50), 0..128)) {
+            let mut turn = 0;
+            let postings: Vec<Posting> = deltas.iter().enumerate().map(|(i, &(d, tu, ta))| {
+                turn = if i == 0 { d - 1 } else { turn + d };
+                Posting { turn, tf_user: tu, tf_assistant: ta, len_user: tu * 3, len_assistant: ta * 7 }
+            }).collect();
+            prop_assert_eq!(decode_all(&encode(&postings)), postings);
+        }
+
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&bytes, |_| {});
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Records stored as postcard values. Every change to a field here bumps
+//! [`super::format::FORMAT_VERSION`] and its golden test in this file.
+
+use serde::{Deserialize, Serialize};
+
+/// Index-wide metadata: what wrote the file, and the statistics of folded blocks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetaRecord {
+    /// Always [`super::format::MAGIC`]: tells a ctxgate index from another redb file.
+    pub magic: String,
+    /// On-disk format version.
+    pub format_version: u32,
+    /// Anchor rules the postings were built with.
+    pub anchor_rules_version: u32,
+    /// Version of the ctxgate that last wrote the file.
+    pub writer_version: String,
+    /// Next session id to hand out.
+    pub next_session_id: u32,
+    /// Blocks whose postings are folded (N, less the pending ones).
+    pub folded_blocks: u64,
+    /// Sum of user-side lengths over folded blocks (BM25 average length).
+    pub folded_len_user: u64,
+    /// Sum of assistant-side lengths over folded blocks.
+    pub folded_len_assistant: u64,
+    /// Postings in posting chunks (one per anchor per folded block).
+    pub folded_postings: u64,
+}
+
+/// One session: its name, size and topic-segment state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The session's name.
+    pub name: String,
+    /// Number of turns; the next turn id.
+    pub turn_count: u32,
+    /// First turn of the current topic segment (DESIGN §3.2).
+    pub segment_start: u32,
+    /// Where the session came from (a log file), if imported.
+    pub source: Option<String>,
+    /// Title from the source, if any.
+    pub title: Option<String>,
+}
+
+/// What the gate decided when a turn was added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    /// True if the turn's user text switched topic (it starts a segment).
+    pub switch: bool,
+    /// The overlap ratio.
+    pub overlap: f32,
+    /// The new-anchor ratio.
+    pub new_ratio: f32,
+    /// The deictic pattern that matched, if any.
+    pub deictic: Option<String>,
+}
+
+/// A tool call made during a turn (kept out of the turn text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolRecord {
+    /// Tool name.
+    pub name: String,
+    /// The call id from the log, if any.
+    pub call_id: Option<String>,
+    /// The call's arguments as the log wrote them.
+    pub arguments: String,
+    /// Size of the tool's result in bytes.
+    pub result_bytes: u64,
+}
+
+/// One turn: raw text, the gate decision made when it was added, its segment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// The user's text, unchanged.
+    pub user: String,
+    /// The assistant's text, unchanged.
+    pub assistant: String,
+    /// The gate decision for the user text against the history before it.
+    pub gate: GateRecord,
+    /// First turn of the topic segment this turn belongs to.
+    pub segment_start: u32,
+    /// Timestamp from the source, as written there.
+    pub time: Option<String>,
+    /// Tool calls of the turn.
+    pub tools: Vec<ToolRecord>,
+}
+
+/// A turn's anchors: `(anchor hash, tf user, tf assistant)` sorted by hash, and side lengths.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardRecord {
+    /// Anchor occurrences in the user text.
+    pub len_user: u32,
+    /// Anchor occurrences in the assistant text.
+    pub len_assistant: u32,
+    /// One entry per distinct anchor, ascending hash.
+    pub entries: Vec<(u64, u32, u32)>,
+}
+
+impl ForwardRecord {
+    /// The entry for `hash`, if the turn has that anchor.
+    pub fn get(&self, hash: u64) -> Option<(u32, u32)> {
+        self.entries
+            .binary_search_by_key(&hash, |e| e.0)
+            .ok()
+            .and_then(|i| self.entries.get(i))
+            .map(|e| (e.1, e.2))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
+    #[test]
+    fn forward_record_bytes_are_stable() {
+        let record =
+            ForwardRecord { len_user: 3, len_assistant: 300, entries: vec![(1, 2, 0), (u64::MAX, 0, 1)] };
+        let bytes = postcard::to_allocvec(&record).unwrap();
+        assert_eq!(bytes, [3, 172, 2, 2, 1, 2, 0, 255, 255, 255, 255, 255, 255, 255, 255, 255, 1, 0, 1]);
+        assert_eq!(postcard::from_bytes::<ForwardRecord>(&bytes).unwrap(), record);
+    }
+
+    #[test]
+    fn session_record_bytes_are_stable() {
+        let record =
+            SessionRecord { name: "s".into(), turn_count: 2, segment_start: 1, source: None, title: None };
+        assert_eq!(postcard::to_allocvec(&record).unwrap(), [1, b's', 2, 1, 0, 0]);
+    }
+}

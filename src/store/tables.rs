@@ -1,0 +1,20 @@
+//! The table definitions. The layout of each key and value is in the `store` module doc.
+
+use redb::TableDefinition;
+
+/// `"meta"` -> postcard [`super::records::MetaRecord`].
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Session name -> session id.
+pub const SESSION_NAMES: TableDefinition<&str, u32> = TableDefinition::new("session_names");
+/// Session id -> postcard [`super::records::SessionRecord`].
+pub const SESSIONS: TableDefinition<u32, &[u8]> = TableDefinition::new("sessions");
+/// Block key -> postcard [`super::records::TurnRecord`]: the raw text and what the gate said.
+pub const TURNS: TableDefinition<u64, &[u8]> = TableDefinition::new("turns");
+/// Block key -> postcard [`super::records::ForwardRecord`]: the turn's anchors with per-side tf.
+pub const FORWARD: TableDefinition<u64, &[u8]> = TableDefinition::new("forward");
+/// Block key -> (): turns whose postings are not folded yet (the durable delta log).
+pub const PENDING: TableDefinition<u64, ()> = TableDefinition::new("pending");
+/// Anchor hash -> document frequency over folded blocks.
+pub const TERMS: TableDefinition<u64, u64> = TableDefinition::new("terms");
+/// Posting key -> posting chunk ([`super::postings`]).
+pub const POSTINGS: TableDefinition<u128, &[u8]> = TableDefinition::new("postings");
