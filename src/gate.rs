@@ -3,7 +3,7 @@
 //! Pure: the caller supplies the query's weighted anchors and membership in the current topic
 //! segment's anchors `A(T)`.
 
-use crate::anchor::is_stop_word;
+use crate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use crate::query::QueryAnchor;
 use crate::text::{is_cjk, is_word_char};
 use regex::Regex;
@@ -97,7 +97,8 @@ static ENGLISH_TERM: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b[a-z]{4,}\b").expect("the term pattern is a valid regex"));
 
 /// The content words of a query (DESIGN §3.3): what a block must contain to be a candidate
-/// after a topic switch.
+/// after a topic switch. Stop words and framing words (`problem`, `请问一下`) are never
+/// content words: they have the length but identify no topic.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContentWords {
     /// English terms of at least 4 letters, not stop words.
@@ -116,7 +117,8 @@ impl ContentWords {
         let mut words = ContentWords::default();
         for m in ENGLISH_TERM.find_iter(&lower) {
             let term = m.as_str();
-            if !is_stop_word(term) && !is_part_of_longer_word(&lower, m.start(), m.end()) {
+            let generic = is_stop_word(term) || is_framing_word(term);
+            if !generic && !is_part_of_longer_word(&lower, m.start(), m.end()) {
                 push_unique(&mut words.terms, term);
             }
         }
@@ -124,8 +126,11 @@ impl ContentWords {
             push_unique(&mut words.versions, m.as_str().trim_start_matches('v'));
         }
         let chars: Vec<char> = query.chars().collect();
-        for run in chars.split(|c| !is_cjk(*c)) {
-            for window in run.windows(CONTENT_WORD_MIN_CHARS) {
+        let framing = cjk_framing_chars(query);
+        for start in 0..chars.len().saturating_sub(CONTENT_WORD_MIN_CHARS - 1) {
+            let window = &chars[start..start + CONTENT_WORD_MIN_CHARS];
+            let touches_framing = framing[start..start + CONTENT_WORD_MIN_CHARS].iter().any(|&f| f);
+            if window.iter().all(|&c| is_cjk(c)) && !touches_framing {
                 push_unique(&mut words.cjk, &window.iter().collect::<String>());
             }
         }
@@ -243,9 +248,11 @@ mod tests {
         let w = ContentWords::of("What about Redis with asyncio in v1.2.3 and 分布式锁的问题?");
         assert_eq!(w.terms, ["redis", "asyncio"], "`about` and `with` are stop words");
         assert_eq!(w.versions, ["1.2.3"]);
-        assert_eq!(w.cjk, ["分布式锁", "布式锁的", "式锁的问", "锁的问题"]);
-        // stop words of four letters are never content words
+        assert_eq!(w.cjk, ["分布式锁"], "windows touching framing words (的, 问题) are not words");
+        // stop words and framing words of four letters are never content words
         assert!(ContentWords::of("what with that them").is_empty());
+        assert!(ContentWords::of("problem: suggest something better").is_empty());
+        assert!(ContentWords::of("请问一下怎么解决").is_empty());
         assert!(ContentWords::of("snake_case2 go").is_empty());
     }
 

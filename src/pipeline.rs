@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::gate::{self, ContentWords, GateDecision, Topic};
 use crate::prune;
 use crate::query::QueryAnchors;
-use crate::recall::{self, Candidate, RECALL_LIMIT, RecallContext};
+use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::select::{self, Offer, Policy};
 use crate::store::postings::Posting;
 use crate::store::records::{ForwardRecord, SessionRecord};
@@ -26,13 +26,21 @@ pub struct SessionRef<'a> {
     pub record: &'a SessionRecord,
 }
 
+/// A query judged by the gate.
+pub struct Gated {
+    /// The query's anchors.
+    pub query: QueryAnchors,
+    /// The decision.
+    pub decision: GateDecision,
+}
+
 /// The gate's decision for `text` as the next user message after turns `0..as_of`.
 pub fn gate<S: Source>(
     view: &View<S>,
     session: Option<&SessionRef<'_>>,
     as_of: u32,
     text: &str,
-) -> Result<(QueryAnchors, GateDecision)> {
+) -> Result<Gated> {
     gate_with_anchors(view, session, as_of, text, &anchor::extract(text))
 }
 
@@ -43,7 +51,7 @@ pub fn gate_with_anchors<S: Source>(
     as_of: u32,
     text: &str,
     counts: &AnchorCounts,
-) -> Result<(QueryAnchors, GateDecision)> {
+) -> Result<Gated> {
     let blocks = view.corpus_stats().blocks;
     let query = QueryAnchors::build(text, counts, blocks, |h| view.df(h))?;
     let topic = match session {
@@ -51,7 +59,7 @@ pub fn gate_with_anchors<S: Source>(
         _ => HashSet::new(),
     };
     let decision = gate::decide(text, query.anchors(), |a| topic.contains(&a.hash));
-    Ok((query, decision))
+    Ok(Gated { query, decision })
 }
 
 /// `A(T)` as of `as_of`: anchor hashes of the segment's latest [`GATE_WINDOW_TURNS`] turns.
@@ -127,15 +135,21 @@ pub fn select<S: Source>(
     text: &str,
     params: &SelectParams<'_>,
 ) -> Result<Outcome> {
-    let (query, decision) = gate(view, Some(session), params.as_of, text)?;
-    let candidates = recall_candidates(view, session.id, &query, params.as_of)?;
-    let content_words = (decision.topic == Topic::Switch).then(|| ContentWords::of(text));
+    let Gated { query, decision } = gate(view, Some(session), params.as_of, text)?;
+    let switch = decision.topic == Topic::Switch;
+    let postings = session_postings(view, session.id, &query, params.as_of)?;
+    let focus = focus_anchors(&query, text, &postings);
+    log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
+    let candidates = recall::score(&query, &postings, &recall_context(view, params.as_of));
+    let content_words = switch.then(|| ContentWords::of(text));
 
-    // The top RECALL_LIMIT candidates that pass the content-word filter, pruned.
+    // The top RECALL_LIMIT candidates that pass the content-word filter and (for `minimal`)
+    // hold a focus anchor, pruned.
+    let admitted = |c: &&recall::Candidate| params.policy == Policy::Fill || c.matched & focus != 0;
     let mut offers = Vec::new();
     let mut pruned = Vec::new();
     let mut recalled = 0;
-    for candidate in &candidates {
+    for candidate in candidates.iter().filter(admitted) {
         if recalled == RECALL_LIMIT {
             break;
         }
@@ -147,7 +161,8 @@ pub fn select<S: Source>(
             }
         }
         recalled += 1;
-        let Some(block) = prune::prune(&turn.user, &turn.assistant, &query) else { continue };
+        let prune_by = if candidate.matched & focus != 0 { focus } else { query.full_mask() };
+        let Some(block) = prune::prune(&turn.user, &turn.assistant, &query, prune_by) else { continue };
         let tokens = params.estimator.estimate(&block.user) + params.estimator.estimate(&block.assistant);
         offers.push(Offer {
             turn: candidate.turn,
@@ -157,7 +172,7 @@ pub fn select<S: Source>(
         pruned.push((candidate, block, tokens));
     }
 
-    let picks = select::choose(&query, &offers, params.budget, params.policy);
+    let picks = select::choose(&query, &offers, params.budget, params.policy, focus);
     let mut covered = 0;
     let mut used_tokens = 0;
     let mut blocks: Vec<ChosenBlock> = picks
@@ -180,14 +195,13 @@ pub fn select<S: Source>(
     Ok(Outcome { query, decision, blocks, used_tokens, covered })
 }
 
-/// Scores the session's turns `0..as_of` that share an anchor with the query, ranked.
-fn recall_candidates<S: Source>(
+/// The postings of each query anchor in the session's turns `0..as_of`, folded and pending.
+fn session_postings<S: Source>(
     view: &View<S>,
     session: u32,
     query: &QueryAnchors,
     as_of: u32,
-) -> Result<Vec<Candidate>> {
-    let stats = view.corpus_stats();
+) -> Result<Vec<Vec<Posting>>> {
     let mut postings: Vec<Vec<Posting>> = Vec::with_capacity(query.len());
     for anchor in query.anchors() {
         let mut list = Vec::new();
@@ -212,12 +226,51 @@ fn recall_candidates<S: Source>(
         }
         postings.push(list);
     }
-    let context = RecallContext {
+    Ok(postings)
+}
+
+fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {
+    let stats = view.corpus_stats();
+    RecallContext {
         avg_len_user: stats.avg_len_user,
         avg_len_assistant: stats.avg_len_assistant,
         current_turn: as_of,
-    };
-    Ok(recall::score(query, &postings, &context))
+    }
+}
+
+/// The query anchors that must be covered and that admit a block (DESIGN §3.3: "which
+/// anchors must be covered, and which may admit a block").
+///
+/// Of the anchors the session's history contains that are not framing words
+/// (`anchor::framing`), the focus is those at least as specific as their mean: IDF at or above the
+/// mean IDF of that set. The rarest shared anchors say what the query is about; much more
+/// common ones (a person's name repeated every turn, `production`, `error`) are context, and
+/// buying coverage of them is how off-topic fragments get selected. The mean is a statistic of
+/// the query itself, not a tuned constant. Empty when nothing qualifies: `minimal` then selects
+/// nothing, since what the history shares with the query is phrasing, not evidence.
+fn focus_anchors(query: &QueryAnchors, text: &str, postings: &[Vec<Posting>]) -> u64 {
+    let framing = framing_mask(query, text);
+    let eligible: Vec<usize> =
+        (0..query.len()).filter(|&i| !postings[i].is_empty() && framing & (1u64 << i) == 0).collect();
+    if eligible.is_empty() {
+        return 0;
+    }
+    let anchors = query.anchors();
+    let mean = eligible.iter().map(|&i| anchors[i].idf).sum::<f64>() / eligible.len() as f64;
+    eligible.into_iter().filter(|&i| anchors[i].idf >= mean - 1e-9).fold(0, |mask, i| mask | (1u64 << i))
+}
+
+/// The query anchors that are framing words.
+fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
+    let cjk = anchor::cjk_framing_ngrams(text);
+    query.anchors().iter().enumerate().fold(0, |mask, (i, a)| {
+        let framing = if a.text.chars().all(|c| c.is_ascii_alphabetic()) {
+            anchor::is_framing_word(&a.text)
+        } else {
+            cjk.contains(&a.text)
+        };
+        if framing { mask | (1u64 << i) } else { mask }
+    })
 }
 
 /// Anchors of a new turn as a forward record: per-side tf merged by anchor hash.

@@ -26,22 +26,30 @@ pub struct PrunedBlock {
     pub matched: u64,
 }
 
-/// Prunes a block to the sentences that contain the query's anchors; `None` if none does.
-pub fn prune(user: &str, assistant: &str, query: &QueryAnchors) -> Option<PrunedBlock> {
-    let (user, user_mask) = prune_side(user, query, false);
-    let (assistant, assistant_mask) = prune_side(assistant, query, true);
-    let matched = user_mask | assistant_mask;
-    (matched != 0).then_some(PrunedBlock { user, assistant, matched })
+/// Prunes a block to the sentences that contain the query's `focus` anchors (a mask over the
+/// query's anchors; see `pipeline`); `None` if no sentence does. The returned mask is every
+/// query anchor in the kept text.
+pub fn prune(user: &str, assistant: &str, query: &QueryAnchors, focus: u64) -> Option<PrunedBlock> {
+    let (user, user_mask, user_anchored) = prune_side(user, query, focus, false);
+    let (assistant, assistant_mask, assistant_anchored) = prune_side(assistant, query, focus, true);
+    (user_anchored || assistant_anchored).then_some(PrunedBlock {
+        user,
+        assistant,
+        matched: user_mask | assistant_mask,
+    })
 }
 
-fn prune_side(text: &str, query: &QueryAnchors, keep_first: bool) -> (String, u64) {
+/// Returns the kept text, the query anchors in it, and whether any kept sentence has a focus anchor.
+fn prune_side(text: &str, query: &QueryAnchors, focus: u64, keep_first: bool) -> (String, u64, bool) {
     let sentences = split_sentences(text);
     let masks: Vec<u64> = sentences.iter().map(|s| sentence_mask(s.text, query)).collect();
-    // Candidates: anchored sentences by query IDF (descending), then position.
-    let mut ranked: Vec<usize> = (0..sentences.len()).filter(|&i| masks[i] != 0).collect();
-    ranked.sort_by(|&a, &b| query.idf_of(masks[b]).total_cmp(&query.idf_of(masks[a])).then(a.cmp(&b)));
+    // Candidates: sentences with a focus anchor, by focus IDF (descending), then position.
+    let mut ranked: Vec<usize> = (0..sentences.len()).filter(|&i| masks[i] & focus != 0).collect();
+    let weight = |i: usize| query.idf_of(masks[i] & focus);
+    ranked.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
+    let anchored = !ranked.is_empty();
     let mut kept: Vec<usize> = Vec::with_capacity(MAX_SENTENCES_PER_SIDE);
-    if keep_first && !sentences.is_empty() && masks.iter().any(|&m| m != 0) {
+    if keep_first && !sentences.is_empty() && anchored {
         kept.push(0);
     }
     for i in ranked {
@@ -57,7 +65,7 @@ fn prune_side(text: &str, query: &QueryAnchors, keep_first: bool) -> (String, u6
     }
     kept.sort_unstable();
     let mask = kept.iter().fold(0, |m, &i| m | masks[i]);
-    (join(&sentences, &kept), mask)
+    (join(&sentences, &kept), mask, anchored)
 }
 
 /// Joins kept sentences, marking each gap where sentences were left out.
@@ -150,7 +158,8 @@ mod tests {
             ("a block here", "a block there", "lock", "", ""),
         ];
         for (user, assistant, q, want_user, want_assistant) in rows {
-            let got = prune(user, assistant, &query(q));
+            let q = query(q);
+            let got = prune(user, assistant, &q, q.full_mask());
             match got {
                 Some(p) => {
                     assert_eq!(p.user, *want_user, "user side of {user:?} for {q:?}");
@@ -165,13 +174,25 @@ mod tests {
 
     #[test]
     fn empty_after_pruning_is_none() {
-        assert_eq!(prune("nothing relevant", "still nothing", &query("redis")), None);
+        let q = query("redis");
+        assert_eq!(prune("nothing relevant", "still nothing", &q, q.full_mask()), None);
     }
 
     #[test]
     fn matched_mask_covers_kept_text_only() {
         let q = query("alpha beta");
-        let p = prune("alpha one. x. y. z. w. alpha two. alpha three. alpha four beta", "", &q).unwrap();
+        let p =
+            prune("alpha one. x. y. z. w. alpha two. alpha three. alpha four beta", "", &q, q.full_mask())
+                .unwrap();
         assert_eq!(p.matched, q.full_mask());
+    }
+
+    #[test]
+    fn only_focus_anchors_keep_sentences() {
+        let q = query("alpha beta");
+        let alpha = 1 << q.anchors().iter().position(|a| a.text == "alpha").unwrap();
+        let p = prune("beta only here. alpha here", "", &q, alpha).unwrap();
+        assert_eq!(p.user, "… alpha here");
+        assert_eq!(prune("beta only here", "beta", &q, alpha), None, "beta alone keeps nothing");
     }
 }

@@ -45,19 +45,20 @@ pub struct Pick {
     pub newly_covered: u64,
 }
 
-/// Chooses blocks from `offers` (in recall rank order) within `budget` tokens.
-pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Policy) -> Vec<Pick> {
-    let total = query.idf_of(query.full_mask());
+/// Chooses blocks from `offers` (in recall rank order) within `budget` tokens. Coverage and
+/// gain count the query anchors in `focus` (the anchors that must be covered, see `pipeline`).
+pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Policy, focus: u64) -> Vec<Pick> {
+    let total = query.idf_of(focus);
     let mut picks: Vec<Pick> = Vec::new();
     let mut taken = vec![false; offers.len()];
     let (mut covered, mut used) = (0u64, 0u32);
-    while total > 0.0 && query.idf_of(covered) < COVERAGE_STOP * total {
+    while total > 0.0 && query.idf_of(covered & focus) < COVERAGE_STOP * total {
         let mut best: Option<(f64, usize)> = None;
         for (i, offer) in offers.iter().enumerate() {
             if taken[i] || used.saturating_add(offer.tokens) > budget {
                 continue;
             }
-            let gained = query.idf_of(offer.matched & !covered);
+            let gained = query.idf_of(offer.matched & focus & !covered);
             if gained <= 0.0 {
                 continue;
             }
@@ -179,7 +180,7 @@ mod tests {
             ),
         ];
         for (offers, budget, policy, expected, why) in rows {
-            let picks = choose(&q, &offers, budget, policy);
+            let picks = choose(&q, &offers, budget, policy, q.full_mask());
             assert_eq!(turns(&offers, &picks), expected, "{why}");
             let used: u32 = picks.iter().map(|p| offers[p.offer].tokens).sum();
             assert!(used <= budget, "{why}: used {used} > budget {budget}");
@@ -190,8 +191,17 @@ mod tests {
     fn newly_covered_is_disjoint() {
         let q = query();
         let offers = [offer(1, 10, 0b0011), offer(2, 10, 0b0110)];
-        let picks = choose(&q, &offers, 100, Policy::Minimal);
+        let picks = choose(&q, &offers, 100, Policy::Minimal, q.full_mask());
         assert_eq!(picks[0].newly_covered, 0b0011);
         assert_eq!(picks[1].newly_covered, 0b0100);
+    }
+
+    #[test]
+    fn only_focus_anchors_count() {
+        let q = query();
+        // Focus on `aaaa` and `cccc` (idf 6): a block with only `bbbb` has no gain.
+        let offers = [offer(1, 10, 0b0010), offer(2, 10, 0b0001), offer(3, 10, 0b0100)];
+        let picks = choose(&q, &offers, 100, Policy::Minimal, 0b0101);
+        assert_eq!(turns(&offers, &picks), [2, 3]);
     }
 }

@@ -119,7 +119,8 @@ impl<'g> Session<'g> {
             };
             let turn = record.turn_count;
             let session = SessionRef { id, record: &record };
-            let (_, decision) = pipeline::gate_with_anchors(view, Some(&session), turn, user, &user_anchors)?;
+            let decision =
+                pipeline::gate_with_anchors(view, Some(&session), turn, user, &user_anchors)?.decision;
             let switch = decision.topic == Topic::Switch;
             let segment_start = if switch { turn } else { record.segment_start };
             let stored = TurnRecord {
@@ -159,7 +160,7 @@ impl<'g> Session<'g> {
         let (id, record) = self.lookup(&view)?;
         let as_of = resolve_as_of(as_of, record.turn_count)?;
         let session = SessionRef { id, record: &record };
-        Ok(self.gatekeeper.in_pool(|| pipeline::gate(&view, Some(&session), as_of, query))?.1)
+        Ok(self.gatekeeper.in_pool(|| pipeline::gate(&view, Some(&session), as_of, query))?.decision)
     }
 
     /// Selects context for `query` with the gatekeeper's default options.

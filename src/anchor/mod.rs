@@ -6,11 +6,13 @@
 //! is decided with index statistics, in [`crate::query`].
 
 mod cjk;
+mod framing;
 mod quoted;
 mod stopwords;
 mod word;
 
 pub use cjk::is_ngram as is_cjk_ngram;
+pub use framing::{cjk_framing_chars, cjk_framing_ngrams, is_framing_word};
 pub use stopwords::is_stop_word;
 
 /// Version of the rules in this module. Stored in the index: an index built under other rules

@@ -1,0 +1,394 @@
+//! Framing words: how a question is asked, not what it is about.
+//!
+//! `problem`, `suggest`, `better way`, `请问一下`, `怎么解决` appear in questions on every topic.
+//! They stay anchors (recall scores them and the gate sees them), but they never admit a block
+//! to a selection, never count toward its coverage, and are never content words (DESIGN §3.3):
+//! a turn that shares only its phrasing with the query is not evidence for it. In a long-lived
+//! index IDF learns which words are common; these lists are what a young index cannot learn
+//! from a few turns. Like the stop words, the lists are small, fixed and documented here, and
+//! hold no topic word.
+
+use crate::text::is_cjk;
+
+/// English framing words (lower case, sorted): requests, politeness, evaluation, discourse,
+/// prepositions and adverbs the stop words leave out, and the verbs every technical question
+/// uses whatever its topic (`error`, `fails`, `fix`, `configure`, `in production`).
+const ENGLISH: &[&str] = &[
+    "able",
+    "across",
+    "actually",
+    "advice",
+    "again",
+    "against",
+    "already",
+    "although",
+    "always",
+    "among",
+    "anything",
+    "anyway",
+    "appreciate",
+    "approach",
+    "around",
+    "ask",
+    "asking",
+    "basically",
+    "better",
+    "between",
+    "break",
+    "breaks",
+    "broken",
+    "configure",
+    "configured",
+    "cool",
+    "correct",
+    "correctly",
+    "deal",
+    "difference",
+    "differences",
+    "during",
+    "else",
+    "error",
+    "errors",
+    "even",
+    "ever",
+    "every",
+    "exactly",
+    "explain",
+    "explanation",
+    "fail",
+    "failed",
+    "failing",
+    "fails",
+    "failure",
+    "few",
+    "fine",
+    "fix",
+    "fixed",
+    "fixing",
+    "general",
+    "generally",
+    "get",
+    "getting",
+    "good",
+    "got",
+    "great",
+    "handle",
+    "handling",
+    "happen",
+    "happened",
+    "happens",
+    "hello",
+    "help",
+    "helps",
+    "hey",
+    "hi",
+    "however",
+    "idea",
+    "ideas",
+    "inside",
+    "instead",
+    "involve",
+    "involved",
+    "involves",
+    "involving",
+    "issue",
+    "issues",
+    "keep",
+    "kind",
+    "know",
+    "like",
+    "lot",
+    "lots",
+    "make",
+    "many",
+    "maybe",
+    "mean",
+    "much",
+    "need",
+    "never",
+    "nice",
+    "often",
+    "okay",
+    "one",
+    "per",
+    "perfect",
+    "please",
+    "possible",
+    "problem",
+    "problems",
+    "prod",
+    "production",
+    "question",
+    "questions",
+    "quick",
+    "really",
+    "recommend",
+    "recommendation",
+    "recommended",
+    "regarding",
+    "related",
+    "relevant",
+    "right",
+    "seeing",
+    "seem",
+    "seems",
+    "setup",
+    "something",
+    "sometimes",
+    "specific",
+    "specifically",
+    "still",
+    "suggest",
+    "suggestion",
+    "suggestions",
+    "sure",
+    "thank",
+    "thanks",
+    "thing",
+    "things",
+    "think",
+    "though",
+    "together",
+    "tried",
+    "try",
+    "trying",
+    "usually",
+    "via",
+    "want",
+    "way",
+    "ways",
+    "within",
+    "without",
+    "wonder",
+    "wondering",
+    "work",
+    "worked",
+    "working",
+    "works",
+    "yeah",
+    "yes",
+    "yet",
+];
+
+/// Chinese framing words, particles and deictics, and the verbs of technical questions
+/// (`报错`, `出问题`, `配置`, `线上`). A CJK n-gram of a query whose characters all lie in
+/// occurrences of these (`请问`, `到一` of `遇到一个`, `么建` of `什么建议`) is framing.
+const CJK: &[&str] = &[
+    "一下",
+    "一个",
+    "一般",
+    "不行",
+    "为什么",
+    "什么",
+    "介绍",
+    "你好",
+    "你们",
+    "做法",
+    "具体",
+    "出现",
+    "办法",
+    "区别",
+    "可以",
+    "可能",
+    "吗",
+    "呢",
+    "吧",
+    "告诉",
+    "和",
+    "问题",
+    "哪些",
+    "哪个",
+    "因为",
+    "如何",
+    "如果",
+    "帮忙",
+    "帮我",
+    "常见",
+    "应该",
+    "建议",
+    "怎么",
+    "怎样",
+    "情况",
+    "我",
+    "我们",
+    "或者",
+    "推荐",
+    "方法",
+    "时候",
+    "是",
+    "是否",
+    "有",
+    "有没有",
+    "有个",
+    "的",
+    "的话",
+    "总是",
+    "了",
+    "能不能",
+    "能否",
+    "解决",
+    "解释",
+    "请问",
+    "请教",
+    "谢谢",
+    "感谢",
+    "还有",
+    "还是",
+    "这样",
+    "遇到",
+    "需要",
+    "一直",
+    "但是",
+    "所以",
+    "然后",
+    "就是",
+    "其实",
+    "你",
+    "您",
+    "他",
+    "她",
+    "在",
+    "也",
+    "都",
+    "就",
+    "还",
+    "又",
+    "能",
+    "会",
+    "要",
+    "想",
+    "让",
+    "给",
+    "把",
+    "被",
+    "对",
+    "从",
+    "到",
+    "为",
+    "与",
+    "及",
+    "并",
+    "而",
+    "或",
+    "等",
+    "很",
+    "太",
+    "最",
+    "更",
+    "比",
+    "没",
+    "不",
+    "请",
+    "问",
+    "们",
+    "个",
+    "些",
+    "么",
+    "之",
+    "其",
+    "啊",
+    "呀",
+    "哦",
+    "嗯",
+    "这",
+    "那",
+    "这个",
+    "那个",
+    "出问题",
+    "出错",
+    "报错",
+    "错误",
+    "失败",
+    "配置",
+    "设置",
+    "修复",
+    "线上",
+    "生产环境",
+    "环境",
+    "总是",
+    "经常",
+    "又",
+    "再",
+    "一直",
+    "已经",
+];
+
+/// True if the English word `word` (lower case) is a framing word.
+pub fn is_framing_word(word: &str) -> bool {
+    ENGLISH.binary_search(&word).is_ok()
+}
+
+/// For each character of `text`, whether it lies inside an occurrence of a Chinese framing
+/// word. Indexed by char position.
+pub fn cjk_framing_chars(text: &str) -> Vec<bool> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut marked = vec![false; chars.len()];
+    for word in CJK {
+        let word: Vec<char> = word.chars().collect();
+        if word.is_empty() || word.len() > chars.len() {
+            continue;
+        }
+        for start in 0..=chars.len() - word.len() {
+            if chars[start..start + word.len()] == word[..] {
+                marked[start..start + word.len()].iter_mut().for_each(|m| *m = true);
+            }
+        }
+    }
+    // Non-CJK characters never make an n-gram framing.
+    for (m, c) in marked.iter_mut().zip(&chars) {
+        *m &= is_cjk(*c);
+    }
+    marked
+}
+
+/// The CJK n-grams (2 and 3 characters) of `text` that name no topic: those with a character
+/// inside an occurrence of a framing word. That is the framing words' own n-grams (`请问`, `到一`
+/// of `遇到一个`) and the n-grams straddling a framing word and its neighbour (`下分` of
+/// `一下分区`): rare cross-word n-grams look discriminative to IDF, but belong to no word.
+pub fn cjk_framing_ngrams(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let marked = cjk_framing_chars(text);
+    let mut out = Vec::new();
+    for n in [2usize, 3] {
+        for start in 0..chars.len().saturating_sub(n - 1) {
+            if marked[start..start + n].iter().any(|&m| m) {
+                let gram: String = chars[start..start + n].iter().collect();
+                if !out.contains(&gram) {
+                    out.push(gram);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn english_list_is_sorted() {
+        assert!(ENGLISH.windows(2).all(|w| w[0] < w[1]), "keep ENGLISH sorted");
+        assert!(is_framing_word("suggest") && is_framing_word("problem"));
+        assert!(is_framing_word("production") && is_framing_word("errors"));
+        assert!(!is_framing_word("redis") && !is_framing_word("autovacuum") && !is_framing_word("index"));
+    }
+
+    #[test]
+    fn cjk_framing_ngrams_of_a_question() {
+        let grams = cjk_framing_ngrams("请问一下，分布式锁怎么解决？");
+        for g in ["请问", "问一", "一下", "请问一", "问一下", "怎么", "么解", "解决", "怎么解", "么解决"]
+        {
+            assert!(grams.contains(&g.to_string()), "{g} should be framing: {grams:?}");
+        }
+        for g in ["锁怎", "锁怎么", "下，"] {
+            assert!(
+                grams.contains(&g.to_string()) || g.contains('，'),
+                "{g} straddles a framing word: {grams:?}"
+            );
+        }
+        for g in ["分布", "布式", "式锁", "分布式", "布式锁"] {
+            assert!(!grams.contains(&g.to_string()), "{g} names the topic: {grams:?}");
+        }
+    }
+}
