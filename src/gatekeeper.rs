@@ -169,6 +169,14 @@ impl Gatekeeper {
         })
     }
 
+    /// Folds every pending turn into the posting lists now, in one durable transaction.
+    ///
+    /// Turns are folded in batches as they are added; answers are the same before and after.
+    /// Call it before copying the file, or when a writer is about to stop for a long time.
+    pub fn fold_pending(&self) -> Result<()> {
+        self.store.write(|view| -> Result<()> { Ok(view.fold()?) })
+    }
+
     /// The options the index was opened with.
     pub fn options(&self) -> &Options {
         &self.options

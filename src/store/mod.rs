@@ -81,29 +81,21 @@ impl Store {
             return Err(Error::NotAnIndex { path: path.to_path_buf() });
         }
         let existed = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
-        let started = Instant::now();
-        let db = loop {
-            match redb::Database::builder().set_cache_size(options.cache_bytes).create(path) {
-                Ok(db) => break db,
-                Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-                    if started.elapsed() >= options.busy_timeout {
-                        return Err(Error::Busy { path: path.to_path_buf(), waited: started.elapsed() });
-                    }
-                    std::thread::sleep(BUSY_RETRY);
-                }
-                Err(redb::DatabaseError::Storage(redb::StorageError::Io(source))) => {
-                    return Err(Error::Io { path: path.to_path_buf(), source });
-                }
-                Err(_) if existed => return Err(Error::NotAnIndex { path: path.to_path_buf() }),
-                Err(e) => return Err(e.into()),
-            }
-        };
+        if existed {
+            // Look before writing: opening read-write changes a redb file even if it is not ours.
+            check_existing(path, options)?;
+        }
+        let db = with_busy_wait(path, options.busy_timeout, || {
+            redb::Database::builder().set_cache_size(options.cache_bytes).create(path)
+        })?;
         let store = Store { db, path: path.to_path_buf(), quick_repair: options.quick_repair };
         store.check_or_initialize()?;
         Ok(store)
     }
 
     fn check_or_initialize(&self) -> Result<(), Error> {
+        // `check_existing` looked already when the file existed; this covers a file created
+        // by a concurrent process in between, and the new file.
         let txn = self.db.begin_read()?;
         match txn.open_table(META) {
             Ok(table) => {
@@ -198,6 +190,69 @@ impl Store {
         };
         txn.commit().map_err(Error::from)?;
         Ok(result)
+    }
+}
+
+/// The first bytes of every redb file.
+const REDB_MAGIC: &[u8] = b"redb\x1a\x0a\xa9\x0d\x0a";
+
+/// Checks, without modifying it, that an existing file is a ctxgate index of this version.
+fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
+    let not_ours = || Error::NotAnIndex { path: path.to_path_buf() };
+    let mut head = [0u8; 9];
+    let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
+    match read {
+        Ok(()) if head == REDB_MAGIC => {}
+        Ok(()) => return Err(not_ours()),
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(not_ours()),
+        Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
+    }
+    let db = with_busy_wait(path, options.busy_timeout, || {
+        redb::Database::builder().set_cache_size(options.cache_bytes).open_read_only(path)
+    })?;
+    let txn = db.begin_read()?;
+    match txn.open_table(META) {
+        Ok(table) => {
+            let bytes = table.get(META_KEY)?.ok_or_else(not_ours)?;
+            format::check_meta(path, bytes.value())?;
+            Ok(())
+        }
+        // An empty redb file becomes an index; one with other tables is someone else's.
+        Err(redb::TableError::TableDoesNotExist(_)) if txn.list_tables()?.next().is_none() => Ok(()),
+        Err(redb::TableError::TableDoesNotExist(_) | redb::TableError::TableTypeMismatch { .. }) => {
+            Err(not_ours())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Calls `open` until the file is not held by another process, or `timeout` has passed.
+fn with_busy_wait<T>(
+    path: &Path,
+    timeout: Duration,
+    open: impl Fn() -> Result<T, redb::DatabaseError>,
+) -> Result<T, Error> {
+    let started = Instant::now();
+    loop {
+        match open() {
+            Ok(db) => return Ok(db),
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                if started.elapsed() >= timeout {
+                    return Err(Error::Busy { path: path.to_path_buf(), waited: started.elapsed() });
+                }
+                std::thread::sleep(BUSY_RETRY);
+            }
+            Err(redb::DatabaseError::Storage(redb::StorageError::Io(source))) => {
+                return Err(Error::Io { path: path.to_path_buf(), source });
+            }
+            Err(
+                redb::DatabaseError::UpgradeRequired(_)
+                | redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)),
+            ) => {
+                return Err(Error::NotAnIndex { path: path.to_path_buf() });
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

@@ -1,0 +1,197 @@
+//! The library on a real index file: persistence, folding, determinism, concurrency guards.
+
+use ctxgate::{Error, Gatekeeper, Options, SelectOptions, Selection};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A 300-turn conversation over three topics, deterministic.
+fn turns() -> Vec<(String, String)> {
+    let topics = [
+        ("redis", &["setnx", "ttl", "lease", "redlock", "watchdog", "sentinel"][..]),
+        ("postgres", &["btree", "vacuum", "planner", "explain", "bloat", "gin"][..]),
+        ("kubernetes", &["pod", "helm", "ingress", "rollout", "probe", "replica"][..]),
+    ];
+    (0..300)
+        .map(|i| {
+            let (name, words) = topics[(i / 7) % 3];
+            let (a, b) = (words[i % 6], words[(i * 5 + 1) % 6]);
+            (
+                format!("Turn {i}: how does the {name} {a} interact with {b}? 第{i}轮 {name}问题"),
+                format!("For {name}, {a} depends on {b}. Check the {a} settings first. {b} comes next."),
+            )
+        })
+        .collect()
+}
+
+fn build(path: &Path, options: Options, count: usize) -> Result<Gatekeeper, Box<dyn std::error::Error>> {
+    let gk = Gatekeeper::open(path, options)?;
+    let session = gk.session("main")?;
+    for (user, assistant) in turns().into_iter().take(count) {
+        session.add_turn(&user, &assistant)?;
+    }
+    Ok(gk)
+}
+
+const QUERIES: &[&str] = &[
+    "redis setnx lease expired",
+    "postgres vacuum bloat after explain",
+    "helm rollout of the ingress",
+    "第42轮 redis问题",
+    "this one again",
+];
+
+fn answers(gk: &Gatekeeper, as_of: Option<u32>) -> Result<Vec<Selection>, ctxgate::Error> {
+    let session = gk.session("main")?;
+    QUERIES.iter().map(|q| session.select_with(q, &SelectOptions { as_of, ..Default::default() })).collect()
+}
+
+#[test]
+fn reopen_gives_identical_answers() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let before = {
+        let gk = build(&path, Options::default(), 200)?;
+        answers(&gk, None)?
+    };
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    assert_eq!(answers(&gk, None)?, before);
+    assert!(before.iter().any(|s| !s.blocks.is_empty()), "the queries must select something");
+    Ok(())
+}
+
+#[test]
+fn folding_does_not_change_answers() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    // 200 turns: the first 128 are folded, 72 are pending.
+    let gk = build(&dir.path().join("index.redb"), Options::default(), 200)?;
+    let pending = gk.stats()?.pending_turns;
+    assert!(pending > 0 && pending < 128, "pending {pending}");
+    let unfolded: Vec<_> =
+        [None, Some(150), Some(100)].iter().map(|&a| answers(&gk, a)).collect::<Result<_, _>>()?;
+    gk.fold_pending()?;
+    assert_eq!(gk.stats()?.pending_turns, 0);
+    let folded: Vec<_> =
+        [None, Some(150), Some(100)].iter().map(|&a| answers(&gk, a)).collect::<Result<_, _>>()?;
+    assert_eq!(folded, unfolded, "answers must not depend on whether postings are folded");
+    Ok(())
+}
+
+#[test]
+fn as_of_replays_history() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = build(&dir.path().join("index.redb"), Options::default(), 150)?;
+    let session = gk.session("main")?;
+    let replay =
+        session.select_with("redis setnx lease", &SelectOptions { as_of: Some(60), ..Default::default() })?;
+    assert!(!replay.blocks.is_empty());
+    assert!(replay.blocks.iter().all(|b| b.turn_id < 60), "{replay:#?}");
+    assert!(matches!(
+        session.select_with("x", &SelectOptions { as_of: Some(151), ..Default::default() }),
+        Err(Error::InvalidInput { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+fn idf_follows_adds_after_reopen() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    {
+        let gk = Gatekeeper::open(&path, Options::default())?;
+        let s = gk.session("s")?;
+        s.add_turn("zebra crossing", "zebra stripes")?;
+        s.add_turn("horse riding", "saddle")?;
+    }
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    let s = gk.session("s")?;
+    let idf = |sel: &Selection, text: &str| sel.anchors.iter().find(|a| a.text == text).map(|a| a.idf);
+    // N = 2, df(zebra) = 1
+    let sel = s.select("zebra")?;
+    assert_eq!(idf(&sel, "zebra"), Some((3f64 / 2f64).ln() + 1.0));
+    s.add_turn("zebra again", "yes")?;
+    // N = 3, df(zebra) = 2
+    let sel = s.select("zebra")?;
+    assert_eq!(idf(&sel, "zebra"), Some((4f64 / 3f64).ln() + 1.0));
+    assert_eq!(gk.stats()?.turns, 3);
+    assert_eq!(gk.sessions()?[0].turns, 3);
+    Ok(())
+}
+
+#[test]
+fn one_thread_equals_many() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let single = {
+        let gk = build(&path, Options { threads: 1, ..Options::default() }, 250)?;
+        answers(&gk, None)?
+    };
+    let gk = Gatekeeper::open(&path, Options { threads: 4, ..Options::default() })?;
+    assert_eq!(answers(&gk, None)?, single);
+    Ok(())
+}
+
+#[test]
+fn second_open_is_busy_not_a_hang() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let _holder = Gatekeeper::open(&path, Options::default())?;
+    let started = Instant::now();
+    let second =
+        Gatekeeper::open(&path, Options { busy_timeout: Duration::from_millis(200), ..Options::default() });
+    let err = second.err().ok_or("a second open must fail while the first is open")?;
+    assert_eq!(err.kind(), "busy", "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "waited {:?}", started.elapsed());
+    assert!(err.to_string().contains("in use"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn bad_input_leaves_the_index_as_it_was() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = build(&dir.path().join("index.redb"), Options::default(), 10)?;
+    let before = (gk.stats()?, answers(&gk, None)?);
+    let s = gk.session("main")?;
+    assert!(matches!(s.add_turn("  ", "\n"), Err(Error::InvalidInput { .. })));
+    let huge = "x".repeat(ctxgate::MAX_TEXT_BYTES + 1);
+    assert!(matches!(s.add_turn(&huge, "ok"), Err(Error::InvalidInput { .. })));
+    assert!(matches!(s.select(" \t "), Err(Error::InvalidInput { .. })));
+    for name in ["", " lead", "trail ", "bell\u{7}", &"n".repeat(300)] {
+        assert!(matches!(gk.session(name), Err(Error::InvalidInput { .. })), "{name:?}");
+    }
+    assert!(matches!(gk.session("nobody")?.select("redis"), Err(Error::UnknownSession { .. })));
+    assert_eq!((gk.stats()?, answers(&gk, None)?), before);
+    Ok(())
+}
+
+#[test]
+fn long_and_odd_turns_are_stored_whole() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let s = gk.session("odd")?;
+    let long = "The flux capacitor overheats. ".repeat(35_000); // ~1 MB
+    assert_eq!(s.add_turn(&long, "Cool it down.")?, 0);
+    assert_eq!(s.add_turn("ctrl \u{1b}[31m red \u{0} nul", "emoji 🦀 and 中文")?, 1);
+    let sel =
+        s.select_with("flux capacitor", &SelectOptions { budget: Some(100_000), ..Default::default() })?;
+    assert_eq!(sel.blocks.len(), 1);
+    assert!(
+        sel.blocks[0].user.len() < 200,
+        "pruned to at most three sentences: {}",
+        sel.blocks[0].user.len()
+    );
+    assert!(sel.budget.used <= sel.budget.limit);
+    Ok(())
+}
+
+#[test]
+fn options_are_validated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    let err = Gatekeeper::open(&path, Options { token_budget: 0, ..Options::default() }).err().unwrap();
+    assert_eq!(err.kind(), "invalid_option");
+    let err = Gatekeeper::open(&path, Options { cache_bytes: 10, ..Options::default() }).err().unwrap();
+    assert_eq!(err.kind(), "invalid_option");
+    assert!(!path.exists(), "a rejected open must not create the file");
+}

@@ -1,0 +1,119 @@
+//! Opening files that are not this version's index gives a clear error and changes nothing.
+
+use ctxgate::{Gatekeeper, Options};
+use redb::{ReadableDatabase, TableDefinition};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    push_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// The postcard bytes of a META record with the given versions (field order of `MetaRecord`).
+fn meta_bytes(magic: &str, format: u64, rules: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    push_str(&mut out, magic);
+    push_varint(&mut out, format);
+    push_varint(&mut out, rules);
+    push_str(&mut out, "0.0.0");
+    for _ in 0..6 {
+        push_varint(&mut out, 0);
+    }
+    out
+}
+
+/// Creates an index, then overwrites its META record.
+fn index_with_meta(
+    dir: &std::path::Path,
+    bytes: &[u8],
+) -> Result<std::path::PathBuf, Box<dyn std::error::Error>> {
+    let path = dir.join("index.redb");
+    drop(Gatekeeper::open(&path, Options::default())?);
+    let db = redb::Database::open(&path)?;
+    let txn = db.begin_write()?;
+    txn.open_table(META)?.insert("meta", bytes)?;
+    txn.commit()?;
+    Ok(path)
+}
+
+#[test]
+fn the_format_written_today_opens() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, 1))?;
+    Gatekeeper::open(&path, Options::default())?;
+    Ok(())
+}
+
+#[test]
+fn other_anchor_rules_need_a_rebuild() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, 0))?;
+    let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(err.kind(), "needs_rebuild", "{err}");
+    assert!(err.to_string().contains("ctxgate rebuild"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn a_newer_format_asks_for_an_upgrade() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 99, 1))?;
+    let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(err.kind(), "needs_upgrade", "{err}");
+    assert!(err.to_string().contains("upgrade ctxgate"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn another_redb_file_is_not_an_index() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("other.redb");
+    {
+        let db = redb::Database::create(&path)?;
+        let txn = db.begin_write()?;
+        txn.open_table(TableDefinition::<u64, u64>::new("their_table"))?.insert(1, 2)?;
+        txn.commit()?;
+    }
+    let before = std::fs::read(&path)?;
+    let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(err.kind(), "not_an_index", "{err}");
+    assert!(std::fs::read(&path)? == before, "a refused file is not modified");
+    // Still readable as the other program's database.
+    let db = redb::Database::open(&path)?;
+    let txn = db.begin_read()?;
+    assert!(txn.open_table(TableDefinition::<u64, u64>::new("their_table")).is_ok());
+    Ok(())
+}
+
+#[test]
+fn a_text_file_is_not_an_index() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "these are my notes, not a database\n".repeat(200))?;
+    let before = std::fs::read(&path)?;
+    let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(err.kind(), "not_an_index", "{err}");
+    assert!(std::fs::read(&path)? == before, "a refused file is not modified");
+    Ok(())
+}
+
+#[test]
+fn a_missing_directory_is_named() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("no/such/dir/index.redb");
+    let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(err.kind(), "io");
+    assert!(err.to_string().contains("no/such/dir"), "{err}");
+    Ok(())
+}
