@@ -9,6 +9,9 @@ pub enum Error {
     /// The index file.
     #[error(transparent)]
     Store(#[from] store::Error),
+    /// A conversation log being imported.
+    #[error(transparent)]
+    Import(#[from] crate::import::Error),
     /// An argument the caller passed is not acceptable.
     #[error("invalid {what}: {reason}")]
     InvalidInput {
@@ -38,6 +41,10 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::Store(e) => e.kind(),
+            Error::Import(crate::import::Error::Io { .. }) => "io",
+            Error::Import(crate::import::Error::UnknownFormat { .. }) => "unknown_format",
+            Error::Import(crate::import::Error::Conflict { .. }) => "conflict",
+            Error::Import(_) => "bad_log",
             Error::InvalidInput { .. } => "bad_input",
             Error::InvalidOption { .. } => "invalid_option",
             Error::UnknownSession { .. } => "unknown_session",

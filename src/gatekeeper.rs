@@ -1,12 +1,13 @@
 //! `Gatekeeper::open` and `Options`: the facade the CLI and the server use.
 
 use crate::error::{Error, Result};
+use crate::import::{ImportOptions, ImportReport, Progress};
 use crate::select::Policy;
 use crate::session::Session;
 use crate::store::{Store, StoreOptions};
 use crate::tokens::{CharEstimator, TokenEstimator};
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// DESIGN §3.7: default token budget.
@@ -167,6 +168,30 @@ impl Gatekeeper {
             pending_turns: counts.pending,
             file_bytes: self.store.file_size()?,
         })
+    }
+
+    /// Imports conversation logs (files, or directories walked recursively) and reports what
+    /// was new, already there, or skipped. See [`crate::import`] for the rules.
+    ///
+    /// # Errors
+    /// The first file that cannot be read or parsed stops the import with its path and line;
+    /// nothing of that file is in the index (files before it are).
+    pub fn import(&self, paths: &[PathBuf], options: &ImportOptions) -> Result<ImportReport> {
+        self.import_with_progress(paths, options, &mut |_| {})
+    }
+
+    /// [`Gatekeeper::import`], calling `progress` after each file.
+    pub fn import_with_progress(
+        &self,
+        paths: &[PathBuf],
+        options: &ImportOptions,
+        progress: &mut (dyn FnMut(Progress) + Send),
+    ) -> Result<ImportReport> {
+        if let Some(name) = &options.session {
+            self.session(name)?;
+        }
+        let files = crate::import::collect_files(paths)?;
+        self.in_pool(|| crate::import::import_files(self, &files, options, progress))
     }
 
     /// Folds every pending turn into the posting lists now, in one durable transaction.

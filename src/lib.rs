@@ -37,6 +37,8 @@ mod error;
 pub mod gate;
 mod gatekeeper;
 mod idf;
+pub mod import;
+mod ingest;
 mod pipeline;
 mod prompt;
 mod prune;

@@ -1,14 +1,13 @@
 //! `Session`: add turns, gate, select and build prompts for one named conversation.
 
-use crate::anchor;
 use crate::error::{Error, Result};
-use crate::gate::{GateDecision, Topic};
+use crate::gate::GateDecision;
 use crate::gatekeeper::Gatekeeper;
+use crate::ingest::{self, PreparedTurn};
 use crate::pipeline::{self, SelectParams, SessionRef};
 use crate::prompt;
 use crate::query::QueryAnchor;
 use crate::select::Policy;
-use crate::store::records::{GateRecord, TurnRecord};
 use serde::Serialize;
 
 /// A turn id: the position of a turn in its session, from 0.
@@ -107,41 +106,12 @@ impl<'g> Session<'g> {
                 reason: "both the user and the assistant text are empty".into(),
             });
         }
-        let user_anchors = anchor::extract(user);
-        let assistant_anchors = anchor::extract(assistant);
-        let forward = pipeline::forward_record(&user_anchors, &assistant_anchors);
         let estimator = self.gatekeeper.estimator();
         let tokens = estimator.estimate(user).saturating_add(estimator.estimate(assistant));
+        let prepared = PreparedTurn::new(user.to_string(), assistant.to_string(), None, Vec::new());
         let turn = self.gatekeeper.store().write(|view| -> Result<TurnId> {
-            let (id, mut record) = match view.session_by_name(&self.name)? {
-                Some(found) => found,
-                None => view.create_session(&self.name)?,
-            };
-            let turn = record.turn_count;
-            let session = SessionRef { id, record: &record };
-            let decision =
-                pipeline::gate_with_anchors(view, Some(&session), turn, user, &user_anchors)?.decision;
-            let switch = decision.topic == Topic::Switch;
-            let segment_start = if switch { turn } else { record.segment_start };
-            let stored = TurnRecord {
-                user: user.to_string(),
-                assistant: assistant.to_string(),
-                gate: GateRecord {
-                    switch,
-                    overlap: decision.overlap as f32,
-                    new_ratio: decision.new_ratio as f32,
-                    deictic: decision.deictic.map(str::to_string),
-                },
-                segment_start,
-                time: None,
-                tools: Vec::new(),
-            };
-            view.put_turn(id, turn, &stored, forward)?;
-            record.turn_count = turn.checked_add(1).ok_or_else(|| Error::InvalidInput {
-                what: "turn",
-                reason: "the session has the maximum number of turns".into(),
-            })?;
-            record.segment_start = segment_start;
+            let (id, mut record) = ingest::session_for_write(view, &self.name)?;
+            let turn = ingest::append_turn(view, id, &mut record, prepared)?;
             view.put_session(id, &record)?;
             view.fold_if_due()?;
             Ok(turn)

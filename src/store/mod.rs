@@ -380,6 +380,9 @@ pub struct View<S: Source> {
     postings: S::Postings,
     pending: PendingBlocks,
     meta_dirty: bool,
+    /// Folded document frequencies read in this view (a bulk import looks the same ones up
+    /// for every turn). Cleared when a fold changes them.
+    df_cache: std::sync::Mutex<HashMap<u64, u64>>,
 }
 
 impl<S: Source> View<S> {
@@ -413,6 +416,7 @@ impl<S: Source> View<S> {
             postings,
             pending: PendingBlocks::default(),
             meta_dirty: false,
+            df_cache: std::sync::Mutex::new(HashMap::new()),
         };
         let mut pending = PendingBlocks::default();
         let mut keys = Vec::new();
@@ -455,7 +459,17 @@ impl<S: Source> View<S> {
 
     /// Document frequency of an anchor over the whole index.
     pub fn df(&self, hash: u64) -> Result<u64, Error> {
-        let folded = self.terms.get(hash)?.map_or(0, |g| g.value());
+        let cached = self.df_cache.lock().ok().and_then(|cache| cache.get(&hash).copied());
+        let folded = match cached {
+            Some(df) => df,
+            None => {
+                let df = self.terms.get(hash)?.map_or(0, |g| g.value());
+                if let Ok(mut cache) = self.df_cache.lock() {
+                    cache.insert(hash, df);
+                }
+                df
+            }
+        };
         let pending = self.pending.df.get(&hash).copied().unwrap_or(0);
         Ok(folded + u64::from(pending))
     }
@@ -520,6 +534,10 @@ impl<S: Source> View<S> {
 
     /// A turn's anchors (hashes with per-side tf).
     pub fn forward_record(&self, session: u32, turn: u32) -> Result<Option<ForwardRecord>, Error> {
+        let key = block_key(session, turn);
+        if let Ok(i) = self.pending.blocks.binary_search_by_key(&key, |(k, _)| *k) {
+            return Ok(self.pending.blocks.get(i).map(|(_, f)| f.clone()));
+        }
         self.forward
             .get(block_key(session, turn))?
             .map(|g| {
@@ -566,13 +584,7 @@ impl View<WriteSource<'_>> {
         self.meta.next_session_id =
             id.checked_add(1).ok_or_else(|| Error::Corrupt { what: "session ids exhausted".into() })?;
         self.meta_dirty = true;
-        let record = SessionRecord {
-            name: name.to_string(),
-            turn_count: 0,
-            segment_start: 0,
-            source: None,
-            title: None,
-        };
+        let record = SessionRecord::new(name);
         self.names.insert(name, id)?;
         self.put_session(id, &record)?;
         Ok((id, record))
@@ -636,6 +648,9 @@ impl View<WriteSource<'_>> {
         for (hash, delta) in df_delta {
             let df = self.terms.get(hash)?.map_or(0, |g| g.value());
             self.terms.insert(hash, df + delta)?;
+        }
+        if let Ok(mut cache) = self.df_cache.lock() {
+            cache.clear();
         }
         for (key, _) in &pending.blocks {
             self.pending_table.remove(*key)?;

@@ -35,10 +35,44 @@ pub struct SessionRecord {
     pub turn_count: u32,
     /// First turn of the current topic segment (DESIGN §3.2).
     pub segment_start: u32,
+    /// Digest of every turn's text in order ([`next_digest`]): tells a log that grew from one
+    /// that changed, without reading the stored turns.
+    pub digest: u64,
     /// Where the session came from (a log file), if imported.
     pub source: Option<String>,
     /// Title from the source, if any.
     pub title: Option<String>,
+    /// Timestamp of the first turn, as the source wrote it.
+    pub time_start: Option<String>,
+    /// Timestamp of the last turn, as the source wrote it.
+    pub time_end: Option<String>,
+}
+
+impl SessionRecord {
+    /// A session with no turns.
+    pub fn new(name: &str) -> Self {
+        SessionRecord {
+            name: name.to_string(),
+            turn_count: 0,
+            segment_start: 0,
+            digest: 0,
+            source: None,
+            title: None,
+            time_start: None,
+            time_end: None,
+        }
+    }
+}
+
+/// The session digest after one more turn.
+pub fn next_digest(digest: u64, user: &str, assistant: &str) -> u64 {
+    let mut bytes = Vec::with_capacity(24 + user.len() + assistant.len());
+    bytes.extend_from_slice(&digest.to_le_bytes());
+    bytes.extend_from_slice(&(user.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(user.as_bytes());
+    bytes.extend_from_slice(&(assistant.len() as u64).to_le_bytes());
+    bytes.extend_from_slice(assistant.as_bytes());
+    xxhash_rust::xxh3::xxh3_64(&bytes)
 }
 
 /// What the gate decided when a turn was added.
@@ -122,8 +156,14 @@ mod tests {
 
     #[test]
     fn session_record_bytes_are_stable() {
-        let record =
-            SessionRecord { name: "s".into(), turn_count: 2, segment_start: 1, source: None, title: None };
-        assert_eq!(postcard::to_allocvec(&record).unwrap(), [1, b's', 2, 1, 0, 0]);
+        let record = SessionRecord { turn_count: 2, segment_start: 1, digest: 3, ..SessionRecord::new("s") };
+        assert_eq!(postcard::to_allocvec(&record).unwrap(), [1, b's', 2, 1, 3, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn digest_depends_on_order_and_boundaries() {
+        let ab = next_digest(next_digest(0, "a", "b"), "c", "d");
+        assert_ne!(ab, next_digest(next_digest(0, "c", "d"), "a", "b"));
+        assert_ne!(next_digest(0, "ab", ""), next_digest(0, "a", "b"));
     }
 }

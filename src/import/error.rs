@@ -1,0 +1,92 @@
+//! Errors from reading conversation logs: each names the file and, where there is one, the line.
+
+use std::path::PathBuf;
+
+/// Where in a file a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// A 1-based line number.
+    Line(u64),
+    /// The whole file.
+    File,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Line(line) => write!(f, ":{line}"),
+            Location::File => Ok(()),
+        }
+    }
+}
+
+/// An error reading a log file.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file could not be read.
+    #[error("cannot read {}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record is not valid JSON.
+    #[error("{}{at}: invalid JSON: {source}", .path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        at: Location,
+        /// The parser's message.
+        source: serde_json::Error,
+    },
+    /// A record is valid JSON but not what the format requires.
+    #[error("{}{at}: {what}", .path.display())]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// Where.
+        at: Location,
+        /// What is wrong, and what was expected.
+        what: String,
+    },
+    /// The format of a file could not be recognised.
+    #[error("{}: cannot tell the log format; pass --format (jsonl, openai, chatgpt, claude, claude-code, codex, sharegpt)", .path.display())]
+    UnknownFormat {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file's history of a session differs from what the index holds for it.
+    #[error("{}: session {session:?}: turn {turn} differs from the index's turn {turn}; the file is not the same conversation grown: import it with another --session", .path.display())]
+    Conflict {
+        /// The file.
+        path: PathBuf,
+        /// The session.
+        session: String,
+        /// The first differing turn.
+        turn: u32,
+    },
+}
+
+impl Error {
+    /// A shape error at a line.
+    pub(crate) fn shape(path: &std::path::Path, line: u64, what: impl Into<String>) -> Self {
+        Error::Shape { path: path.to_path_buf(), at: Location::Line(line), what: what.into() }
+    }
+
+    /// A JSON error at a line.
+    pub(crate) fn json(path: &std::path::Path, line: u64, source: serde_json::Error) -> Self {
+        Error::Json { path: path.to_path_buf(), at: Location::Line(line), source }
+    }
+
+    /// The line this error points at, if any.
+    pub fn line(&self) -> Option<u64> {
+        match self {
+            Error::Json { at: Location::Line(l), .. } | Error::Shape { at: Location::Line(l), .. } => Some(*l),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! Import of the conversation logs people already have (LOG_FORMATS.md).
+//!
+//! A file is read, its format detected (or given), parsed into conversations of turns
+//! ([`turns`]: the pairing rules every format shares), checked against the index, and the new
+//! turns written in batched transactions. Rules for every format:
+//! - **Sessions** are named from the source (conversation or session id) unless a name is given.
+//! - **Idempotent and incremental**: a session's stored turns must be the start of the file's
+//!   turns for that session (checked by the session digest); only the turns after them are
+//!   added. Importing the same file again adds nothing; a log that grew adds its new turns. A
+//!   file whose history differs is refused (`Conflict`). Live agent logs (Claude Code, Codex)
+//!   hold back a last turn still waiting for its reply.
+//! - **All or nothing on bad input**: the whole file is parsed and checked before anything is
+//!   written, so a malformed record leaves the index as it was. `skip_invalid` skips bad
+//!   records instead, each reported with its line and reason.
+//! - **Fast**: anchors are extracted in parallel; turns are written [`BATCH_TURNS`] per
+//!   transaction and folded into postings once per batch.
+
+pub mod error;
+mod formats;
+mod jsonl;
+pub mod turns;
+
+pub use error::Error;
+pub use jsonl::{Line as CanonicalLine, LineTool as CanonicalTool};
+
+use crate::gatekeeper::Gatekeeper;
+use crate::ingest::{self, PreparedTurn};
+use crate::store::records::ToolRecord;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use turns::{Conversation, ParsedTurn, Skipped};
+
+/// Turns written per transaction. A crash loses at most the batch being written; importing the
+/// file again resumes after the turns already in the index.
+pub const BATCH_TURNS: usize = 8192;
+
+/// A conversation-log format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// Detect per file.
+    Auto,
+    /// Canonical JSONL: `{"session", "user", "assistant"}` per line.
+    Jsonl,
+    /// OpenAI chat messages JSONL: `{"messages": [...]}` per line.
+    OpenAi,
+    /// ChatGPT data export `conversations.json`.
+    ChatGpt,
+    /// Claude.ai data export `conversations.json`.
+    Claude,
+    /// Claude Code session JSONL.
+    ClaudeCode,
+    /// Codex CLI rollout JSONL.
+    Codex,
+    /// ShareGPT `conversations` with `from`/`value`, JSON array or JSONL.
+    ShareGpt,
+}
+
+impl Format {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Auto => "auto",
+            Format::Jsonl => "jsonl",
+            Format::OpenAi => "openai",
+            Format::ChatGpt => "chatgpt",
+            Format::Claude => "claude",
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::ShareGpt => "sharegpt",
+        }
+    }
+
+    /// Logs an agent appends to while it runs: a last turn without a reply is held back.
+    fn is_live_log(self) -> bool {
+        matches!(self, Format::ClaudeCode | Format::Codex)
+    }
+}
+
+/// How to import.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The format, or [`Format::Auto`] to detect it per file.
+    pub format: Format,
+    /// Put every conversation into this session instead of naming sessions from the source.
+    pub session: Option<String>,
+    /// Skip malformed records (reporting each) instead of refusing the file.
+    pub skip_invalid: bool,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { format: Format::Auto, session: None, skip_invalid: false }
+    }
+}
+
+/// What happened to one session of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionReport {
+    /// The session name.
+    pub session: String,
+    /// Turns added.
+    pub new_turns: u64,
+    /// Turns of the file that the index already had.
+    pub existing_turns: u64,
+    /// A last turn held back until its reply is logged (live agent logs).
+    pub held_back: u64,
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileReport {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format (detected or given).
+    pub format: Format,
+    /// Per session.
+    pub sessions: Vec<SessionReport>,
+    /// Turns added.
+    pub new_turns: u64,
+    /// Turns already in the index.
+    pub existing_turns: u64,
+    /// Records skipped with their reasons.
+    pub skipped: Vec<Skipped>,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportReport {
+    /// Per file, in the order read.
+    pub files: Vec<FileReport>,
+    /// Turns added.
+    pub new_turns: u64,
+    /// Turns already in the index.
+    pub existing_turns: u64,
+    /// Records skipped.
+    pub skipped: u64,
+    /// Wall time in seconds.
+    pub seconds: f64,
+}
+
+impl Serialize for Skipped {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Skipped", 2)?;
+        s.serialize_field("line", &self.line)?;
+        s.serialize_field("reason", &self.reason)?;
+        s.end()
+    }
+}
+
+/// Progress of an import, for a progress display.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Files finished.
+    pub files_done: usize,
+    /// Files to read.
+    pub files_total: usize,
+    /// Turns added so far.
+    pub turns: u64,
+    /// Seconds since the start.
+    pub seconds: f64,
+}
+
+/// The files to import: each path itself, or every `.json`/`.jsonl` file under a directory
+/// (recursively, in name order).
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        if meta.is_dir() {
+            walk(path, &mut files)?;
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
+    let io = |source| Error::Io { path: dir.to_path_buf(), source };
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(io)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(io)?;
+    entries.sort();
+    for path in entries {
+        let file_type = std::fs::symlink_metadata(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        if file_type.is_dir() {
+            walk(&path, out)?;
+        } else if file_type.is_file()
+            && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("json"))
+        {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Detects the format of a file from its first record.
+pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
+    let unknown = || Error::UnknownFormat { path: path.to_path_buf() };
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let first: serde_json::Value = if trimmed.starts_with('[') {
+        let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(trimmed).map_err(|_| unknown())?;
+        let first = items.first().ok_or_else(unknown)?;
+        let value: serde_json::Value = serde_json::from_str(first.get()).map_err(|_| unknown())?;
+        return sniff_document_item(&value).ok_or_else(unknown);
+    } else {
+        let line = trimmed.lines().next().ok_or_else(unknown)?;
+        serde_json::from_str(line).map_err(|_| unknown())?
+    };
+    sniff_line(&first).ok_or_else(unknown)
+}
+
+/// The format of a JSON-lines file from its first line.
+fn sniff_line(v: &serde_json::Value) -> Option<Format> {
+    let kind = v.get("type").and_then(|t| t.as_str());
+    if v.get("payload").is_some_and(|p| p.is_object())
+        && kind.is_some_and(|k| {
+            matches!(k, "session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted")
+        })
+    {
+        return Some(Format::Codex);
+    }
+    if kind.is_some()
+        && (v.get("sessionId").is_some() || v.get("leafUuid").is_some() || v.get("parentUuid").is_some())
+    {
+        return Some(Format::ClaudeCode);
+    }
+    if v.get("messages").is_some_and(|m| m.is_array()) {
+        return Some(Format::OpenAi);
+    }
+    if v.get("conversations").is_some_and(|c| c.is_array()) {
+        return Some(Format::ShareGpt);
+    }
+    if v.get("session").is_some() && v.get("user").is_some() && v.get("assistant").is_some() {
+        return Some(Format::Jsonl);
+    }
+    None
+}
+
+/// The format of a JSON-array file from its first element.
+fn sniff_document_item(v: &serde_json::Value) -> Option<Format> {
+    if v.get("mapping").is_some() {
+        Some(Format::ChatGpt)
+    } else if v.get("chat_messages").is_some() {
+        Some(Format::Claude)
+    } else if v.get("conversations").is_some_and(|c| c.is_array()) {
+        Some(Format::ShareGpt)
+    } else if v.get("messages").is_some_and(|m| m.is_array()) {
+        Some(Format::OpenAi)
+    } else {
+        None
+    }
+}
+
+/// One session's turns from one file, and what is new in it.
+struct Plan {
+    session: String,
+    title: Option<String>,
+    turns: Vec<ParsedTurn>,
+    existing: u64,
+    held_back: u64,
+}
+
+/// Imports `files` into the index, one file at a time. Stops at the first file that fails.
+pub(crate) fn import_files(
+    gatekeeper: &Gatekeeper,
+    files: &[PathBuf],
+    options: &ImportOptions,
+    progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<ImportReport, crate::Error> {
+    let started = Instant::now();
+    let mut report =
+        ImportReport { files: Vec::new(), new_turns: 0, existing_turns: 0, skipped: 0, seconds: 0.0 };
+    for (done, path) in files.iter().enumerate() {
+        let file = import_file(gatekeeper, path, options)?;
+        report.new_turns += file.new_turns;
+        report.existing_turns += file.existing_turns;
+        report.skipped += file.skipped.len() as u64;
+        report.files.push(file);
+        progress(Progress {
+            files_done: done + 1,
+            files_total: files.len(),
+            turns: report.new_turns,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn import_file(gatekeeper: &Gatekeeper, path: &Path, options: &ImportOptions) -> Result<FileReport, crate::Error> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let text = String::from_utf8(bytes).map_err(|e| Error::Shape {
+        path: path.to_path_buf(),
+        at: error::Location::Line(line_of_offset(e.as_bytes(), e.utf8_error().valid_up_to())),
+        what: "not valid UTF-8".into(),
+    })?;
+    let format = match options.format {
+        Format::Auto => detect(path, &text)?,
+        given => given,
+    };
+    let parsed = formats::parse(format, path, &text, options.skip_invalid)?;
+    drop(text);
+    let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref())?;
+    let source = path.display().to_string();
+    let mut sessions = Vec::new();
+    let mut new_turns = 0;
+    let mut existing_turns = 0;
+    let mut pending: Vec<(String, Option<String>, Vec<ParsedTurn>)> = Vec::new();
+    for plan in plans {
+        sessions.push(SessionReport {
+            session: plan.session.clone(),
+            new_turns: plan.turns.len() as u64,
+            existing_turns: plan.existing,
+            held_back: plan.held_back,
+        });
+        new_turns += plan.turns.len() as u64;
+        existing_turns += plan.existing;
+        pending.push((plan.session, plan.title, plan.turns));
+    }
+    write(gatekeeper, &source, pending)?;
+    Ok(FileReport { path: path.to_path_buf(), format, sessions, new_turns, existing_turns, skipped: parsed.skipped })
+}
+
+/// Groups conversations into sessions and finds, for each, the turns the index lacks.
+fn plan(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    format: Format,
+    conversations: Vec<Conversation>,
+    session: Option<&str>,
+) -> Result<Vec<Plan>, crate::Error> {
+    let mut plans: Vec<Plan> = Vec::new();
+    for conversation in conversations {
+        let name = session.map_or(conversation.key, str::to_string);
+        gatekeeper.session(&name)?; // validates the name
+        match plans.iter_mut().find(|p| p.session == name) {
+            Some(p) => p.turns.extend(conversation.turns),
+            None => plans.push(Plan {
+                session: name,
+                title: conversation.title,
+                turns: conversation.turns,
+                existing: 0,
+                held_back: 0,
+            }),
+        }
+    }
+    let view = gatekeeper.store().read()?;
+    for plan in &mut plans {
+        if format.is_live_log() && plan.turns.last().is_some_and(|t| t.assistant.trim().is_empty()) {
+            plan.turns.pop();
+            plan.held_back = 1;
+        }
+        let Some((id, record)) = view.session_by_name(&plan.session)? else { continue };
+        let stored = record.turn_count as usize;
+        let same_start = if plan.turns.len() >= stored {
+            let digest = plan.turns[..stored]
+                .iter()
+                .fold(0, |d, t| crate::store::records::next_digest(d, &t.user, &t.assistant));
+            digest == record.digest
+        } else {
+            false
+        };
+        let conflict = |turn: u32| Error::Conflict { path: path.to_path_buf(), session: plan.session.clone(), turn };
+        if !same_start {
+            // Find the first turn that differs, for the message (or: a shorter log that is a prefix).
+            for (i, t) in plan.turns.iter().enumerate().take(stored) {
+                let stored_turn = view.turn_record(id, i as u32)?;
+                if stored_turn.is_none_or(|s| s.user != t.user || s.assistant != t.assistant) {
+                    return Err(conflict(i as u32).into());
+                }
+            }
+            if plan.turns.len() >= stored {
+                return Err(conflict(stored.saturating_sub(1) as u32).into());
+            }
+        }
+        let existing = plan.turns.len().min(stored);
+        plan.existing = existing as u64;
+        plan.turns.drain(..existing);
+    }
+    Ok(plans)
+}
+
+/// Writes new turns in batched transactions; anchors are extracted in parallel first.
+fn write(
+    gatekeeper: &Gatekeeper,
+    source: &str,
+    sessions: Vec<(String, Option<String>, Vec<ParsedTurn>)>,
+) -> Result<(), crate::Error> {
+    let mut batch: Vec<(usize, PreparedTurn)> = Vec::new();
+    let names: Vec<(String, Option<String>)> = sessions.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect();
+    let all: Vec<(usize, ParsedTurn)> =
+        sessions.into_iter().enumerate().flat_map(|(i, (_, _, turns))| turns.into_iter().map(move |t| (i, t))).collect();
+    for chunk in all.chunks(BATCH_TURNS) {
+        batch.clear();
+        batch.par_extend(chunk.par_iter().map(|(i, t)| (*i, prepare(t))));
+        gatekeeper.store().write(|view| -> Result<(), crate::Error> {
+            let mut current: Option<(usize, u32, crate::store::records::SessionRecord)> = None;
+            for (i, turn) in batch.drain(..) {
+                if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
+                    if let Some((_, id, record)) = current.take() {
+                        view.put_session(id, &record)?;
+                    }
+                    let (name, title) = &names[i];
+                    let (id, mut record) = ingest::session_for_write(view, name)?;
+                    if record.source.is_none() {
+                        record.source = Some(source.to_string());
+                        record.title.clone_from(title);
+                    }
+                    current = Some((i, id, record));
+                }
+                if let Some((_, id, record)) = current.as_mut() {
+                    ingest::append_turn(view, *id, record, turn)?;
+                }
+            }
+            if let Some((_, id, record)) = current.take() {
+                view.put_session(id, &record)?;
+            }
+            view.fold()?;
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+fn prepare(turn: &ParsedTurn) -> PreparedTurn {
+    let tools = turn
+        .tools
+        .iter()
+        .map(|t| ToolRecord {
+            name: t.name.clone(),
+            call_id: t.call_id.clone(),
+            arguments: t.arguments.clone(),
+            result_bytes: t.result_bytes,
+        })
+        .collect();
+    PreparedTurn::new(turn.user.clone(), turn.assistant.clone(), turn.time.clone(), tools)
+}
+
+/// 1-based line of a byte offset.
+fn line_of_offset(bytes: &[u8], offset: usize) -> u64 {
+    bytes.iter().take(offset).filter(|&&b| b == b'\n').count() as u64 + 1
+}

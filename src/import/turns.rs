@@ -1,0 +1,184 @@
+//! From a log's messages to turns: the rules every format shares.
+//!
+//! A user message and the assistant reply that follows form one turn; consecutive messages of
+//! one side are joined with a blank line; system messages, reasoning and thinking are not turn
+//! text. Tool calls are kept out of the text but recorded with the turn (name, arguments,
+//! result size), and mentioned briefly in the assistant text as `[tool: NAME]`.
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The person.
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// A tool call made during a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolCall {
+    /// Tool name.
+    pub name: String,
+    /// The call id the log joins results by, if any.
+    pub call_id: Option<String>,
+    /// Arguments as the log wrote them (a JSON string for most formats).
+    pub arguments: String,
+    /// The result's text, once it is known (kept for evidence, not turn text).
+    pub result: Option<String>,
+    /// Size of the result in bytes.
+    pub result_bytes: u64,
+}
+
+/// One turn, as imported.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ParsedTurn {
+    /// The user's text.
+    pub user: String,
+    /// The assistant's text, with `[tool: NAME]` mentions.
+    pub assistant: String,
+    /// Timestamp of the turn's first message, as written in the log.
+    pub time: Option<String>,
+    /// Tool calls made during the turn.
+    pub tools: Vec<ToolCall>,
+}
+
+/// One conversation of a log file: a session to be.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Conversation {
+    /// Session name taken from the source (conversation id, session id).
+    pub key: String,
+    /// Title, if the source has one.
+    pub title: Option<String>,
+    /// The turns, in order.
+    pub turns: Vec<ParsedTurn>,
+}
+
+/// A record skipped with `--skip-invalid`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// 1-based line (for JSON documents: the line the record starts on).
+    pub line: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a format's parser returns for one file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ParsedFile {
+    /// Conversations in file order.
+    pub conversations: Vec<Conversation>,
+    /// Records skipped (only with `skip_invalid`).
+    pub skipped: Vec<Skipped>,
+}
+
+/// Builds turns from messages fed in log order.
+#[derive(Debug, Default)]
+pub struct TurnBuilder {
+    turns: Vec<ParsedTurn>,
+    current: Option<ParsedTurn>,
+}
+
+impl TurnBuilder {
+    /// A builder with no turns.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a message's text; blank text is ignored.
+    pub fn message(&mut self, role: Role, text: &str, time: Option<&str>) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        match role {
+            Role::User => {
+                if self.current.as_ref().is_some_and(|t| !t.assistant.is_empty()) {
+                    self.close();
+                }
+                let turn = self.open(time);
+                join(&mut turn.user, text);
+            }
+            Role::Assistant => {
+                let turn = self.open(time);
+                join(&mut turn.assistant, text);
+            }
+        }
+    }
+
+    /// Records a tool call made by the assistant in the current turn.
+    pub fn tool_call(&mut self, name: &str, call_id: Option<&str>, arguments: &str, time: Option<&str>) {
+        let turn = self.open(time);
+        join(&mut turn.assistant, &format!("[tool: {name}]"));
+        turn.tools.push(ToolCall {
+            name: name.to_string(),
+            call_id: call_id.map(str::to_string),
+            arguments: arguments.to_string(),
+            ..ToolCall::default()
+        });
+    }
+
+    /// Attaches a tool's result to its call (by id, else the latest call without a result).
+    pub fn tool_result(&mut self, call_id: Option<&str>, result: &str) {
+        let calls = self.turns.iter_mut().chain(self.current.iter_mut()).rev().flat_map(|t| t.tools.iter_mut().rev());
+        let mut calls = calls.filter(|c| c.result.is_none());
+        let target = match call_id {
+            Some(id) => calls.find(|c| c.call_id.as_deref() == Some(id)),
+            None => calls.next(),
+        };
+        if let Some(call) = target {
+            call.result_bytes = result.len() as u64;
+            call.result = Some(result.to_string());
+        }
+    }
+
+    /// The turns; a turn with neither text nor tools is dropped.
+    pub fn finish(mut self) -> Vec<ParsedTurn> {
+        self.close();
+        self.turns
+    }
+
+    fn open(&mut self, time: Option<&str>) -> &mut ParsedTurn {
+        self.current.get_or_insert_with(|| ParsedTurn { time: time.map(str::to_string), ..ParsedTurn::default() })
+    }
+
+    fn close(&mut self) {
+        if let Some(turn) = self.current.take()
+            && (!turn.user.is_empty() || !turn.assistant.is_empty())
+        {
+            self.turns.push(turn);
+        }
+    }
+}
+
+fn join(side: &mut String, text: &str) {
+    if !side.is_empty() {
+        side.push_str("\n\n");
+    }
+    side.push_str(text);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_joins_and_records_tools() {
+        let mut b = TurnBuilder::new();
+        b.message(Role::Assistant, "Hi, how can I help?", Some("t0"));
+        b.message(Role::User, "Fix the build.", Some("t1"));
+        b.message(Role::User, "It fails on CI.", None);
+        b.tool_call("Bash", Some("c1"), r#"{"command":"cargo build"}"#, None);
+        b.tool_result(Some("c1"), "error[E0308]: mismatched types");
+        b.message(Role::Assistant, "The types differ in main.rs.", None);
+        b.message(Role::User, "   ", None);
+        b.message(Role::User, "Thanks!", Some("t2"));
+        let turns = b.finish();
+        assert_eq!(turns.len(), 3);
+        assert_eq!((turns[0].user.as_str(), turns[0].assistant.as_str()), ("", "Hi, how can I help?"));
+        assert_eq!(turns[1].user, "Fix the build.\n\nIt fails on CI.");
+        assert_eq!(turns[1].assistant, "[tool: Bash]\n\nThe types differ in main.rs.");
+        assert_eq!(turns[1].time.as_deref(), Some("t1"));
+        assert_eq!(turns[1].tools[0].result.as_deref(), Some("error[E0308]: mismatched types"));
+        assert_eq!((turns[2].user.as_str(), turns[2].assistant.as_str()), ("Thanks!", ""));
+    }
+}

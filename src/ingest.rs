@@ -1,0 +1,89 @@
+//! Adding turns to a session inside a write transaction: the one path every writer takes
+//! (`Session::add_turn` one at a time, `import` in batches).
+//!
+//! Anchor extraction is pure and done before the transaction (in parallel for a batch); inside
+//! it, each turn is gated against the history before it, stored with its decision, and moves
+//! the session's topic segment and digest on.
+
+use crate::anchor::{self, AnchorCounts};
+use crate::error::{Error, Result};
+use crate::gate::Topic;
+use crate::pipeline::{self, SessionRef};
+use crate::store::records::{ForwardRecord, GateRecord, SessionRecord, ToolRecord, TurnRecord, next_digest};
+use crate::store::{View, WriteSource};
+
+/// A turn ready to be written: its text and what extraction found in it.
+pub struct PreparedTurn {
+    /// The user's text.
+    pub user: String,
+    /// The assistant's text.
+    pub assistant: String,
+    /// Timestamp from the source.
+    pub time: Option<String>,
+    /// Tool calls of the turn.
+    pub tools: Vec<ToolRecord>,
+    user_anchors: AnchorCounts,
+    forward: ForwardRecord,
+}
+
+impl PreparedTurn {
+    /// Extracts the anchors of a turn (pure; call it in parallel for a batch).
+    pub fn new(user: String, assistant: String, time: Option<String>, tools: Vec<ToolRecord>) -> Self {
+        let user_anchors = anchor::extract(&user);
+        let assistant_anchors = anchor::extract(&assistant);
+        let forward = pipeline::forward_record(&user_anchors, &assistant_anchors);
+        PreparedTurn { user, assistant, time, tools, user_anchors, forward }
+    }
+}
+
+/// The session named `name`, created if it does not exist.
+pub fn session_for_write(view: &mut View<WriteSource<'_>>, name: &str) -> Result<(u32, SessionRecord)> {
+    Ok(match view.session_by_name(name)? {
+        Some(found) => found,
+        None => view.create_session(name)?,
+    })
+}
+
+/// Appends `turn` to the session `(id, record)` and returns its turn id. The caller stores the
+/// updated `record` (once per batch) and folds pending postings when it sees fit.
+pub fn append_turn(
+    view: &mut View<WriteSource<'_>>,
+    id: u32,
+    record: &mut SessionRecord,
+    turn: PreparedTurn,
+) -> Result<u32> {
+    let turn_id = record.turn_count;
+    let next = turn_id.checked_add(1).ok_or_else(|| Error::InvalidInput {
+        what: "turn",
+        reason: "the session has the maximum number of turns".into(),
+    })?;
+    let session = SessionRef { id, record };
+    let decision =
+        pipeline::gate_with_anchors(view, Some(&session), turn_id, &turn.user, &turn.user_anchors)?.decision;
+    let switch = decision.topic == Topic::Switch;
+    let segment_start = if switch { turn_id } else { record.segment_start };
+    let stored = TurnRecord {
+        user: turn.user,
+        assistant: turn.assistant,
+        gate: GateRecord {
+            switch,
+            overlap: decision.overlap as f32,
+            new_ratio: decision.new_ratio as f32,
+            deictic: decision.deictic.map(str::to_string),
+        },
+        segment_start,
+        time: turn.time,
+        tools: turn.tools,
+    };
+    record.digest = next_digest(record.digest, &stored.user, &stored.assistant);
+    if let Some(time) = &stored.time {
+        if record.time_start.is_none() {
+            record.time_start = Some(time.clone());
+        }
+        record.time_end = Some(time.clone());
+    }
+    view.put_turn(id, turn_id, &stored, turn.forward)?;
+    record.turn_count = next;
+    record.segment_start = segment_start;
+    Ok(turn_id)
+}
