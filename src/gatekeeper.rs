@@ -56,6 +56,32 @@ pub struct SessionInfo {
     pub turns: u32,
     /// First turn of the current topic segment.
     pub segment_start: u32,
+    /// The log file it was imported from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Title from the source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Timestamp of the first turn, as the source wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_start: Option<String>,
+    /// Timestamp of the last turn, as the source wrote it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_end: Option<String>,
+}
+
+impl From<crate::store::records::SessionRecord> for SessionInfo {
+    fn from(r: crate::store::records::SessionRecord) -> Self {
+        SessionInfo {
+            name: r.name,
+            turns: r.turn_count,
+            segment_start: r.segment_start,
+            source: r.source,
+            title: r.title,
+            time_start: r.time_start,
+            time_end: r.time_end,
+        }
+    }
 }
 
 /// What the index holds.
@@ -150,11 +176,7 @@ impl Gatekeeper {
     /// Every session, in creation order.
     pub fn sessions(&self) -> Result<Vec<SessionInfo>> {
         let view = self.store.read()?;
-        Ok(view
-            .sessions()?
-            .into_iter()
-            .map(|(_, r)| SessionInfo { name: r.name, turns: r.turn_count, segment_start: r.segment_start })
-            .collect())
+        Ok(view.sessions()?.into_iter().map(|(_, r)| SessionInfo::from(r)).collect())
     }
 
     /// What the index holds.

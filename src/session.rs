@@ -90,6 +90,10 @@ impl<'g> Session<'g> {
         &self.name
     }
 
+    pub(crate) fn gatekeeper(&self) -> &'g Gatekeeper {
+        self.gatekeeper
+    }
+
     /// Records a turn (creating the session on its first turn) and returns its id, from 0.
     ///
     /// The turn, its gate decision and the session's new segment state are one durable

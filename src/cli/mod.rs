@@ -5,11 +5,14 @@
 
 mod add;
 mod exit;
+mod export;
 mod gate;
+mod import;
 mod output;
 mod prompt;
 mod select;
 mod sessions;
+mod show;
 mod stats;
 
 use anyhow::Context;
@@ -63,6 +66,12 @@ enum Command {
     Gate(gate::Args),
     /// The prompt for a query: selected turns and the question, ready to send
     Prompt(prompt::Args),
+    /// Import conversation logs (canonical JSONL, OpenAI, ChatGPT, Claude, Claude Code, Codex, ShareGPT)
+    Import(import::Args),
+    /// Write a session as canonical JSONL (what `import` reads back unchanged)
+    Export(export::Args),
+    /// A session's turns in full, with tool activity and the gate's recorded decisions
+    Show(show::Args),
     /// List the sessions in the index
     Sessions,
     /// What the index holds: sessions, turns, anchors, postings, file size
@@ -133,6 +142,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Select(args) => select::run(&global, &args),
         Command::Gate(args) => gate::run(&global, &args),
         Command::Prompt(args) => prompt::run(&global, &args),
+        Command::Import(args) => import::run(&global, &args),
+        Command::Export(args) => export::run(&global, &args),
+        Command::Show(args) => show::run(&global, &args),
         Command::Sessions => sessions::run(&global),
         Command::Stats => stats::run(&global),
     }

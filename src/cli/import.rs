@@ -1,0 +1,124 @@
+//! `ctxgate import`: conversation logs into the index.
+
+use super::{Global, output};
+use ctxgate::import::Progress;
+use ctxgate::{Format, ImportOptions, ImportReport};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+/// Arguments of `import`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Log format; `auto` detects it per file and reports what it found
+    #[arg(long, value_enum, default_value = "auto")]
+    format: FormatArg,
+    /// Put every conversation into this session instead of naming sessions from the source
+    #[arg(long, short)]
+    session: Option<String>,
+    /// Skip malformed records (each reported with its line and reason) instead of refusing the file
+    #[arg(long)]
+    skip_invalid: bool,
+    /// Files, or directories to walk for .json and .jsonl files
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+}
+
+/// `--format` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    /// Detect per file
+    Auto,
+    /// Canonical JSONL: {"session", "user", "assistant"} per line (what `export` writes)
+    Jsonl,
+    /// OpenAI chat messages JSONL: {"messages": [...]} per line
+    Openai,
+    /// ChatGPT data export conversations.json
+    Chatgpt,
+    /// Claude.ai data export conversations.json
+    Claude,
+    /// Claude Code session JSONL (~/.claude/projects/...)
+    ClaudeCode,
+    /// Codex CLI rollout JSONL (~/.codex/sessions/...)
+    Codex,
+    /// ShareGPT conversations (JSON array or JSONL)
+    Sharegpt,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Auto => Format::Auto,
+            FormatArg::Jsonl => Format::Jsonl,
+            FormatArg::Openai => Format::OpenAi,
+            FormatArg::Chatgpt => Format::ChatGpt,
+            FormatArg::Claude => Format::Claude,
+            FormatArg::ClaudeCode => Format::ClaudeCode,
+            FormatArg::Codex => Format::Codex,
+            FormatArg::Sharegpt => Format::ShareGpt,
+        }
+    }
+}
+
+/// Imports and prints the summary.
+pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
+    let gatekeeper = global.open(None, None)?;
+    let options = ImportOptions {
+        format: args.format.into(),
+        session: args.session.clone(),
+        skip_invalid: args.skip_invalid,
+    };
+    let show_progress = std::io::stderr().is_terminal();
+    let mut progress = |p: Progress| {
+        if show_progress {
+            let rate = if p.seconds > 0.0 { p.turns as f64 / p.seconds } else { 0.0 };
+            eprint!("\rfiles {}/{}  turns {}  {:.0} turns/s   ", p.files_done, p.files_total, p.turns, rate);
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let report = gatekeeper.import_with_progress(&args.paths, &options, &mut progress);
+    if show_progress {
+        eprintln!();
+    }
+    let report = report?;
+    if global.json { output::print_json(&report) } else { output::print_text(&describe(&report)) }
+}
+
+fn describe(report: &ImportReport) -> String {
+    let mut out = String::new();
+    for file in &report.files {
+        let _ = writeln!(
+            out,
+            "{} ({}): {} new, {} already there, {} skipped",
+            file.path.display(),
+            file.format.name(),
+            file.new_turns,
+            file.existing_turns,
+            file.skipped.len()
+        );
+        for s in &file.sessions {
+            let held = if s.held_back > 0 { ", last turn held back until its reply is logged" } else { "" };
+            let _ = writeln!(
+                out,
+                "  {}: {} new, {} already there{held}",
+                s.session, s.new_turns, s.existing_turns
+            );
+        }
+        for skip in &file.skipped {
+            let _ = writeln!(out, "  skipped line {}: {}", skip.line, skip.reason);
+        }
+    }
+    let rate = if report.seconds > 0.0 { report.new_turns as f64 / report.seconds } else { 0.0 };
+    let _ = writeln!(
+        out,
+        "{} file{}: {} new turns, {} already there, {} skipped, {:.2} s ({:.0} turns/s)",
+        report.files.len(),
+        if report.files.len() == 1 { "" } else { "s" },
+        report.new_turns,
+        report.existing_turns,
+        report.skipped,
+        report.seconds,
+        rate
+    );
+    out
+}
