@@ -16,27 +16,21 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gatekeeper = global.open(None, None)?;
     let session = gatekeeper.session(&args.session)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut write_error = None;
-    session
-        .for_each_turn(|turn| {
-            let line = turn.to_canonical(&args.session);
-            let written =
-                serde_json::to_writer(&mut out, &line).map_err(anyhow::Error::from).and_then(|()| {
-                    out.write_all(b"\n")?;
-                    Ok(())
-                });
-            match written {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    write_error = Some(e);
-                    Err(ctxgate::Error::InvalidInput { what: "output", reason: "stdout closed".into() })
-                }
-            }
+    // The library's callback returns library errors; keep the output error to report it.
+    let mut write_error: Option<std::io::Error> = None;
+    let walked = session.for_each_turn(|turn| {
+        let mut line = serde_json::to_vec(&turn.to_canonical(&args.session))
+            .map_err(|e| ctxgate::Error::InvalidInput { what: "turn", reason: e.to_string() })?;
+        line.push(b'\n');
+        out.write_all(&line).map_err(|e| {
+            write_error = Some(e);
+            ctxgate::Error::InvalidInput { what: "output", reason: "stdout cannot be written".into() }
         })
-        .or_else(|e| match write_error.take() {
-            Some(io) => Err(io),
-            None => Err(e.into()),
-        })?;
+    });
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    walked?;
     out.flush()?;
     Ok(())
 }
