@@ -1,0 +1,75 @@
+//! `select/<size>/<variant>`: one selection on an index of `size` turns in one session.
+//!
+//! Variants: `on_topic` is a full selection for a follow-up question (rotating over every
+//! topic of the corpus); `gate_only` is the gate decision for the same questions, the baseline
+//! the rest of the pipeline adds to. The index is built once per size and cached under
+//! `target/ctxgate-bench/` (see `corpus::index`). 10k turns by default; set
+//! `CTXGATE_BENCH_LARGE=1` to add 100k (built once, a few minutes).
+
+use corpus::index::{self, SESSION};
+use corpus::{Corpus, TopicId};
+use criterion::{Criterion, criterion_group, criterion_main};
+use ctxgate::{Gatekeeper, Options};
+use std::hint::black_box;
+use std::time::Duration;
+
+const SEED: u64 = 42;
+
+fn sizes() -> Vec<(u32, &'static str)> {
+    let mut sizes = vec![(10_000, "10k")];
+    if std::env::var_os("CTXGATE_BENCH_LARGE").is_some_and(|v| v == "1") {
+        sizes.push((100_000, "100k"));
+    }
+    sizes
+}
+
+fn select(c: &mut Criterion) {
+    let corpus = Corpus::new(SEED);
+    let queries: Vec<String> = (0..2)
+        .flat_map(|n| TopicId::all().map(move |t| (t, n)))
+        .map(|(t, n)| corpus.query_for(t, n))
+        .collect();
+    let mut group = c.benchmark_group("select");
+    for (turns, label) in sizes() {
+        let cached = index::cached_index(turns, SEED, false, |_| {}).expect("build the bench index");
+        let (_dir, path) = index::working_copy(&cached.path).expect("copy the bench index");
+        let gk = Gatekeeper::open(&path, Options::default()).expect("open the bench index");
+        let session = gk.session(SESSION).expect("session");
+        for query in &queries {
+            let selection = session.select(query).expect("warm-up select");
+            assert!(!selection.blocks.is_empty(), "{query:?} selects nothing from {turns} turns");
+        }
+
+        let mut next = 0;
+        group.bench_function(format!("{label}/on_topic"), |b| {
+            b.iter(|| {
+                let query = &queries[next % queries.len()];
+                next += 1;
+                let selection = session.select(black_box(query)).expect("select");
+                assert!(!selection.blocks.is_empty(), "{query:?} selected nothing");
+                selection
+            })
+        });
+        let mut next = 0;
+        group.bench_function(format!("{label}/gate_only"), |b| {
+            b.iter(|| {
+                let query = &queries[next % queries.len()];
+                next += 1;
+                let decision = session.gate(black_box(query), None).expect("gate");
+                assert!(decision.overlap.is_finite(), "{query:?}: gate overlap {}", decision.overlap);
+                decision
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    targets = select
+}
+criterion_main!(benches);

@@ -1,0 +1,60 @@
+//! `corpus --turns N --sessions S --seed X`: generated turns as JSON Lines on stdout,
+//! one `{"session","turn","user","assistant"}` object per line, session by session.
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::io::{BufWriter, Write};
+
+#[derive(Serialize)]
+struct Line<'a> {
+    session: &'a str,
+    turn: u32,
+    user: &'a str,
+    assistant: &'a str,
+}
+
+const USAGE: &str = "usage: corpus [--turns N (1000)] [--sessions S (1)] [--seed X (42)]";
+
+fn main() -> Result<()> {
+    let (mut turns, mut sessions, mut seed) = (1000u64, 1u32, 42u64);
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "-h" || flag == "--help" {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        let value = args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
+        match flag.as_str() {
+            "--turns" => turns = value.parse().context("--turns")?,
+            "--sessions" => sessions = value.parse().context("--sessions")?,
+            "--seed" => seed = value.parse().context("--seed")?,
+            _ => bail!("unknown argument {flag}\n{USAGE}"),
+        }
+    }
+    if sessions == 0 {
+        bail!("--sessions must be at least 1");
+    }
+    let corpus = corpus::Corpus::new(seed);
+    let names: Vec<String> = (0..sessions).map(corpus::session_name).collect();
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for placed in corpus.spread(turns, sessions) {
+        let line = Line {
+            session: &names[placed.session as usize],
+            turn: placed.turn,
+            user: &placed.content.user,
+            assistant: &placed.content.assistant,
+        };
+        let mut text = serde_json::to_string(&line)?;
+        text.push('\n');
+        if let Err(e) = out.write_all(text.as_bytes()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(());
+            }
+            return Err(e.into());
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}

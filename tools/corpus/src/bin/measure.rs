@@ -1,0 +1,262 @@
+//! `measure --turns N`: latency of `select` and durable `add_turn` on an index of N turns in
+//! one session, with peak RSS and build throughput. Run it in release mode:
+//!
+//! ```text
+//! cargo run --release -p corpus --bin measure -- --turns 100000
+//! ```
+//!
+//! The index is built once and cached under `target/ctxgate-bench/` (see `corpus::index`);
+//! measurements run on a copy, so the cache stays at exactly N turns.
+
+use anyhow::{Context, Result, bail};
+use corpus::index::{self, SESSION};
+use corpus::{Corpus, TopicId};
+use ctxgate::{Gatekeeper, Options};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: measure [--turns N (10000)] [--samples K (200)] [--seed X (42)] \
+[--threads T (0 = all cores)] [--no-quick-repair] [--rebuild]";
+
+struct Args {
+    turns: u32,
+    samples: usize,
+    seed: u64,
+    threads: usize,
+    quick_repair: bool,
+    rebuild: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut args =
+        Args { turns: 10_000, samples: 200, seed: 42, threads: 0, quick_repair: true, rebuild: false };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
+        match flag.as_str() {
+            "--turns" => args.turns = value()?.parse().context("--turns")?,
+            "--samples" => args.samples = value()?.parse().context("--samples")?,
+            "--seed" => args.seed = value()?.parse().context("--seed")?,
+            "--threads" => args.threads = value()?.parse().context("--threads")?,
+            "--no-quick-repair" => args.quick_repair = false,
+            "--rebuild" => args.rebuild = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ => bail!("unknown argument {flag}\n{USAGE}"),
+        }
+    }
+    if args.samples == 0 || args.turns == 0 {
+        bail!("--turns and --samples must be at least 1");
+    }
+    Ok(args)
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    if cfg!(debug_assertions) {
+        eprintln!("warning: debug build; run with --release for meaningful numbers");
+    }
+    let corpus = Corpus::new(args.seed);
+
+    eprintln!("preparing an index of {} turns (seed {})", args.turns, args.seed);
+    let cached = index::cached_index(args.turns, args.seed, args.rebuild, |done| {
+        if done % 10_000 == 0 {
+            eprintln!("  built {done} turns");
+        }
+    })?;
+    let build = &cached.build;
+    println!("index        {}", cached.path.display());
+    println!(
+        "build        {} turns in {:.1} s = {:.0} turns/s (durable add_turn, quick_repair off){}",
+        build.turns,
+        build.seconds,
+        build.turns_per_second(),
+        if cached.built_now { "" } else { ", cached from an earlier run" }
+    );
+    println!("file         {:.1} MiB", build.file_bytes as f64 / (1024.0 * 1024.0));
+    let build_hwm = vm_kib("VmHWM");
+    if cached.built_now {
+        println!("peak RSS     {} (build)", kib(build_hwm));
+    }
+
+    let (_dir, work) = index::working_copy(&cached.path)?;
+    reset_peak_rss();
+    let options = Options { threads: args.threads, quick_repair: args.quick_repair, ..Options::default() };
+    let started = Instant::now();
+    let gk = Gatekeeper::open(&work, options)?;
+    let open_time = started.elapsed();
+    let stats = gk.stats()?;
+    println!(
+        "open         {} | {} turns, {} anchors, {} postings, {} pending",
+        ms(open_time),
+        stats.turns,
+        stats.anchors,
+        stats.postings,
+        stats.pending_turns
+    );
+    let session = gk.session(SESSION)?;
+
+    // Follow-up questions rotating over every topic.
+    let queries: Vec<String> = (0..4)
+        .flat_map(|n| TopicId::all().map(move |t| (t, n)))
+        .map(|(t, n)| corpus.query_for(t, n))
+        .collect();
+    for query in queries.iter().take(10) {
+        session.select(query)?; // warm the page cache and the thread pool
+    }
+
+    let mut empty = 0;
+    let mut blocks = 0;
+    let mut postings = Vec::with_capacity(args.samples);
+    let select = time_each(args.samples, |i| {
+        let selection = session.select(&queries[i % queries.len()])?;
+        empty += usize::from(selection.blocks.is_empty());
+        blocks += selection.blocks.len();
+        postings.push(postings_read(&selection, stats.turns));
+        Ok(())
+    })?;
+    report("select", &select);
+    println!(
+        "             {:.1} blocks per selection, {empty} of {} empty",
+        blocks as f64 / args.samples as f64,
+        args.samples
+    );
+    if empty * 2 > args.samples {
+        bail!("most selections were empty: the select pipeline is broken, its timing is meaningless");
+    }
+    breakdown(&select, &postings, &queries);
+    let gate = time_each(args.samples, |i| {
+        session.gate(&queries[i % queries.len()], None)?;
+        Ok(())
+    })?;
+    report("gate only", &gate);
+    let stats_time = time_each(args.samples.min(50), |_| {
+        gk.stats()?;
+        Ok(())
+    })?;
+    report("stats", &stats_time);
+
+    let new_turns: Vec<corpus::Turn> =
+        corpus.session(0).skip(args.turns as usize).take(args.samples).collect();
+    let mut expected = args.turns;
+    let add = time_each(args.samples, |i| {
+        let turn = &new_turns[i];
+        let id = session.add_turn(&turn.user, &turn.assistant)?;
+        if id != expected {
+            bail!("add_turn returned {id}, expected {expected}");
+        }
+        expected += 1;
+        Ok(())
+    })?;
+    report(if args.quick_repair { "add_turn" } else { "add_turn (no quick_repair)" }, &add);
+
+    let select_after = time_each(args.samples.min(50), |i| {
+        session.select(&queries[i % queries.len()])?;
+        Ok(())
+    })?;
+    report("select+pend", &select_after);
+
+    println!("peak RSS     {} (open + measurements)", kib(vm_kib("VmHWM")));
+    println!("current RSS  {}", kib(vm_kib("VmRSS")));
+    Ok(())
+}
+
+/// Postings recall reads for a selection: the sum of its anchors' document frequencies,
+/// recovered from their IDF (`ln((N + 1) / (df + 1)) + 1`). Exact for one session.
+fn postings_read(selection: &ctxgate::Selection, blocks: u64) -> f64 {
+    let n = blocks as f64 + 1.0;
+    selection.anchors.iter().map(|a| (n / (a.idf - 1.0).exp() - 1.0).max(0.0)).sum()
+}
+
+/// Where select's time goes: how its latency follows the postings it reads.
+fn breakdown(times: &[Duration], postings: &[f64], queries: &[String]) {
+    let mean_postings = postings.iter().sum::<f64>() / postings.len() as f64;
+    let mean_ms = times.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / times.len() as f64;
+    // Least squares fit: time = fixed + per_posting * postings.
+    let mean_t = mean_ms;
+    let (mut cov, mut var) = (0.0, 0.0);
+    for (t, p) in times.iter().zip(postings) {
+        let dt = t.as_secs_f64() * 1e3 - mean_t;
+        let dp = p - mean_postings;
+        cov += dt * dp;
+        var += dp * dp;
+    }
+    let slope = if var > 0.0 { cov / var } else { 0.0 };
+    let (mut sorted_p, mut corr_t) = (postings.to_vec(), 0.0);
+    sorted_p.sort_by(f64::total_cmp);
+    let var_t: f64 = times.iter().map(|t| (t.as_secs_f64() * 1e3 - mean_t).powi(2)).sum();
+    if var > 0.0 && var_t > 0.0 {
+        corr_t = cov / (var.sqrt() * var_t.sqrt());
+    }
+    println!(
+        "  postings   p50 {:.0} | max {:.0} per select (sum of the query anchors' df)",
+        sorted_p[sorted_p.len() / 2],
+        sorted_p[sorted_p.len() - 1]
+    );
+    println!(
+        "  fit        time = {:.3} ms + {:.1} ns x postings (r = {corr_t:.2})",
+        mean_ms - slope * mean_postings,
+        slope * 1e6
+    );
+    let mut slowest: Vec<usize> = (0..times.len()).collect();
+    slowest.sort_by_key(|&i| std::cmp::Reverse(times[i]));
+    for &i in slowest.iter().take(3) {
+        println!(
+            "  slow       {} {:.0} postings {:?}",
+            ms(times[i]),
+            postings[i],
+            queries[i % queries.len()]
+        );
+    }
+}
+
+/// Runs `f(i)` for `i` in `0..n`, timing each call.
+fn time_each(n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Vec<Duration>> {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let started = Instant::now();
+        f(i)?;
+        times.push(started.elapsed());
+    }
+    Ok(times)
+}
+
+fn report(what: &str, times: &[Duration]) {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    let mean = sorted.iter().sum::<Duration>() / sorted.len() as u32;
+    println!(
+        "{what:<12} p50 {} | p90 {} | p99 {} | max {} | mean {} ({} calls)",
+        ms(at(0.5)),
+        ms(at(0.9)),
+        ms(at(0.99)),
+        ms(at(1.0)),
+        ms(mean),
+        sorted.len()
+    );
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn kib(value: Option<u64>) -> String {
+    value.map_or_else(|| "unknown".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}
+
+/// A `VmHWM`/`VmRSS` line of /proc/self/status, in KiB.
+fn vm_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
+    line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// Resets VmHWM to the current RSS (Linux: writing 5 to clear_refs), so the peak reported at
+/// the end covers the measurements, not the build.
+fn reset_peak_rss() {
+    if std::fs::write("/proc/self/clear_refs", "5").is_err() {
+        eprintln!("note: cannot reset the peak RSS; it includes the build");
+    }
+}
