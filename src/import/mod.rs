@@ -15,9 +15,16 @@
 //! - **Fast**: anchors are extracted in parallel; turns are written [`BATCH_TURNS`] per
 //!   transaction and folded into postings once per batch.
 
+mod chatgpt;
+mod claude;
+mod claude_code;
+mod codex;
 pub mod error;
 mod formats;
 mod jsonl;
+mod openai;
+mod records;
+mod sharegpt;
 pub mod turns;
 
 pub use error::Error;
@@ -181,15 +188,21 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
     let io = |source| Error::Io { path: dir.to_path_buf(), source };
-    let mut entries: Vec<PathBuf> =
-        std::fs::read_dir(dir).map_err(io)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(io)?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(io)?;
     entries.sort();
     for path in entries {
-        let file_type = std::fs::symlink_metadata(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        let file_type =
+            std::fs::symlink_metadata(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
         if file_type.is_dir() {
             walk(&path, out)?;
         } else if file_type.is_file()
-            && path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("json"))
+            && path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("json"))
         {
             out.push(path);
         }
@@ -202,7 +215,8 @@ pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
     let unknown = || Error::UnknownFormat { path: path.to_path_buf() };
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     let first: serde_json::Value = if trimmed.starts_with('[') {
-        let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(trimmed).map_err(|_| unknown())?;
+        let items: Vec<&serde_json::value::RawValue> =
+            serde_json::from_str(trimmed).map_err(|_| unknown())?;
         let first = items.first().ok_or_else(unknown)?;
         let value: serde_json::Value = serde_json::from_str(first.get()).map_err(|_| unknown())?;
         return sniff_document_item(&value).ok_or_else(unknown);
@@ -223,8 +237,12 @@ fn sniff_line(v: &serde_json::Value) -> Option<Format> {
     {
         return Some(Format::Codex);
     }
+    // A session file may start with a `file-history-snapshot` row, which has no `sessionId`.
     if kind.is_some()
-        && (v.get("sessionId").is_some() || v.get("leafUuid").is_some() || v.get("parentUuid").is_some())
+        && (v.get("sessionId").is_some()
+            || v.get("leafUuid").is_some()
+            || v.get("parentUuid").is_some()
+            || (kind == Some("file-history-snapshot") && v.get("snapshot").is_some()))
     {
         return Some(Format::ClaudeCode);
     }
@@ -291,7 +309,11 @@ pub(crate) fn import_files(
     Ok(report)
 }
 
-fn import_file(gatekeeper: &Gatekeeper, path: &Path, options: &ImportOptions) -> Result<FileReport, crate::Error> {
+fn import_file(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    options: &ImportOptions,
+) -> Result<FileReport, crate::Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
     let text = String::from_utf8(bytes).map_err(|e| Error::Shape {
         path: path.to_path_buf(),
@@ -322,7 +344,14 @@ fn import_file(gatekeeper: &Gatekeeper, path: &Path, options: &ImportOptions) ->
         pending.push((plan.session, plan.title, plan.turns));
     }
     write(gatekeeper, &source, pending)?;
-    Ok(FileReport { path: path.to_path_buf(), format, sessions, new_turns, existing_turns, skipped: parsed.skipped })
+    Ok(FileReport {
+        path: path.to_path_buf(),
+        format,
+        sessions,
+        new_turns,
+        existing_turns,
+        skipped: parsed.skipped,
+    })
 }
 
 /// Groups conversations into sessions and finds, for each, the turns the index lacks.
@@ -364,7 +393,8 @@ fn plan(
         } else {
             false
         };
-        let conflict = |turn: u32| Error::Conflict { path: path.to_path_buf(), session: plan.session.clone(), turn };
+        let conflict =
+            |turn: u32| Error::Conflict { path: path.to_path_buf(), session: plan.session.clone(), turn };
         if !same_start {
             // Find the first turn that differs, for the message (or: a shorter log that is a prefix).
             for (i, t) in plan.turns.iter().enumerate().take(stored) {
@@ -391,9 +421,13 @@ fn write(
     sessions: Vec<(String, Option<String>, Vec<ParsedTurn>)>,
 ) -> Result<(), crate::Error> {
     let mut batch: Vec<(usize, PreparedTurn)> = Vec::new();
-    let names: Vec<(String, Option<String>)> = sessions.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect();
-    let all: Vec<(usize, ParsedTurn)> =
-        sessions.into_iter().enumerate().flat_map(|(i, (_, _, turns))| turns.into_iter().map(move |t| (i, t))).collect();
+    let names: Vec<(String, Option<String>)> =
+        sessions.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect();
+    let all: Vec<(usize, ParsedTurn)> = sessions
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, (_, _, turns))| turns.into_iter().map(move |t| (i, t)))
+        .collect();
     for chunk in all.chunks(BATCH_TURNS) {
         batch.clear();
         batch.par_extend(chunk.par_iter().map(|(i, t)| (*i, prepare(t))));

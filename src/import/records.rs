@@ -1,0 +1,289 @@
+//! What the format parsers share: a file's records with the line each starts on (the elements
+//! of a JSON array, or the lines of JSONL), skipping bad records with `skip_invalid`, and field
+//! checks whose messages name the field.
+//!
+//! Field checks return the message alone (`Result<_, String>`); the parser adds the file and
+//! the record's line with [`Error::shape`].
+
+use super::error::Error;
+use super::jsonl::reason;
+use super::turns::{Conversation, Skipped};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::path::Path;
+
+/// One record of a file: an element of a JSON array, or a line of JSONL.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Record<'a> {
+    /// 1-based line the record starts on.
+    pub line: u64,
+    /// 1-based position among the file's records.
+    pub position: usize,
+    /// Its JSON text.
+    pub text: &'a str,
+}
+
+/// The text without a leading byte-order mark.
+fn body(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// Whether the text is a JSON array: its first non-blank character is `[`.
+pub(crate) fn is_array(text: &str) -> bool {
+    body(text).trim_start().starts_with('[')
+}
+
+/// The elements of a JSON array, each with the line it starts on. A syntax error anywhere
+/// fails the whole document (nothing after it can be trusted); a document that is not an array
+/// is `what`'s shape error.
+pub(crate) fn elements<'a>(path: &Path, text: &'a str, what: &str) -> Result<Vec<Record<'a>>, Error> {
+    if !is_array(text) {
+        let start = text.len() - body(text).trim_start().len();
+        return Err(Error::shape(path, line_at(text.as_bytes(), 0, start, 1), format!("expected {what}")));
+    }
+    let items: Vec<&RawValue> =
+        serde_json::from_str(body(text)).map_err(|e| Error::json(path, e.line() as u64, e))?;
+    let bytes = text.as_bytes();
+    let base = text.as_ptr() as usize;
+    let (mut line, mut counted) = (1, 0);
+    let mut records = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        // The element's text is a slice of `text`: its offset is the distance between the two.
+        let offset = (item.get().as_ptr() as usize).saturating_sub(base);
+        line = line_at(bytes, counted, offset, line);
+        counted = offset.max(counted);
+        records.push(Record { line, position: i + 1, text: item.get() });
+    }
+    Ok(records)
+}
+
+/// The line at byte `to`, given that byte `from` is on line `line`.
+fn line_at(bytes: &[u8], from: usize, to: usize, line: u64) -> u64 {
+    line + bytes.get(from..to).unwrap_or_default().iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// The non-blank lines of a JSONL text.
+pub(crate) fn lines(text: &str) -> impl Iterator<Item = Record<'_>> {
+    body(text)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .enumerate()
+        .map(|(position, (number, text))| Record { line: number as u64 + 1, position: position + 1, text })
+}
+
+/// The records of a file that is either a JSON array or JSONL.
+pub(crate) fn array_or_lines<'a>(path: &Path, text: &'a str, what: &str) -> Result<Vec<Record<'a>>, Error> {
+    if is_array(text) { elements(path, text, what) } else { Ok(lines(text).collect()) }
+}
+
+/// A record's JSON (array elements are valid already; a JSONL line may not be).
+pub(crate) fn value(path: &Path, record: &Record<'_>) -> Result<Value, Error> {
+    serde_json::from_str(record.text).map_err(|e| Error::json(path, record.line, e))
+}
+
+/// A record's outcome: kept; skipped and reported (with `skip_invalid`); or the file's error.
+pub(crate) fn keep<T>(
+    result: Result<T, Error>,
+    line: u64,
+    skip_invalid: bool,
+    skipped: &mut Vec<Skipped>,
+) -> Result<Option<T>, Error> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if skip_invalid => {
+            skipped.push(Skipped { line, reason: reason(&e) });
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Adds a conversation unless it has no turns.
+pub(crate) fn push(conversations: &mut Vec<Conversation>, conversation: Conversation) {
+    if !conversation.turns.is_empty() {
+        conversations.push(conversation);
+    }
+}
+
+/// The file's name without its extension: the start of the session names of conversations
+/// without an id (`<stem>#<n>`).
+pub(crate) fn file_stem(path: &Path) -> String {
+    path.file_stem().map_or_else(|| "import".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// The name of field `key` of the value at `at`, for messages: `at.key`.
+pub(crate) fn field(at: &str, key: &str) -> String {
+    if at.is_empty() { key.to_string() } else { format!("{at}.{key}") }
+}
+
+/// An optional string field: absent and null are `None`.
+pub(crate) fn opt_str<'v>(v: &'v Value, at: &str, key: &str) -> Result<Option<&'v str>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(format!("`{}` must be a string", field(at, key))),
+    }
+}
+
+/// A string field that must be there.
+pub(crate) fn req_str<'v>(v: &'v Value, at: &str, key: &str) -> Result<&'v str, String> {
+    opt_str(v, at, key)?.ok_or_else(|| format!("missing `{}`", field(at, key)))
+}
+
+/// An optional array field: absent and null are `None`.
+pub(crate) fn opt_array<'v>(v: &'v Value, at: &str, key: &str) -> Result<Option<&'v [Value]>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => Ok(Some(items)),
+        Some(_) => Err(format!("`{}` must be an array", field(at, key))),
+    }
+}
+
+/// An array field that must be there.
+pub(crate) fn req_array<'v>(v: &'v Value, at: &str, key: &str) -> Result<&'v [Value], String> {
+    opt_array(v, at, key)?.ok_or_else(|| format!("missing `{}`", field(at, key)))
+}
+
+/// An object field that must be there.
+pub(crate) fn req_object<'v>(v: &'v Value, at: &str, key: &str) -> Result<&'v Value, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Err(format!("missing `{}`", field(at, key))),
+        Some(o @ Value::Object(_)) => Ok(o),
+        Some(_) => Err(format!("`{}` must be an object", field(at, key))),
+    }
+}
+
+/// An id the source may write as a string or a number; absent, null and empty are `None`.
+pub(crate) fn opt_id(v: &Value, at: &str, key: &str) -> Result<Option<String>, String> {
+    match v.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err(format!("`{}` must be a string or a number", field(at, key))),
+    }
+}
+
+/// Checks that `v` (the value at `at`) is an object.
+pub(crate) fn object(v: &Value, at: &str, expected: &str) -> Result<(), String> {
+    if v.is_object() {
+        Ok(())
+    } else if at.is_empty() {
+        Err(format!("expected {expected}"))
+    } else {
+        Err(format!("`{at}` must be {expected}"))
+    }
+}
+
+/// A value as text: a string as written, null as nothing, other JSON compactly (tool
+/// arguments and results).
+pub(crate) fn json_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The text of a tool result or message content written as a string or as blocks: the
+/// strings and the blocks' `text` joined by blank lines; anything else as compact JSON.
+pub(crate) fn block_text(v: &Value) -> String {
+    match v {
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter_map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str)))
+                .collect();
+            if texts.is_empty() && !blocks.is_empty() { v.to_string() } else { texts.join("\n\n") }
+        }
+        other => json_text(other),
+    }
+}
+
+/// Fixtures for the parsers' tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use super::super::turns::{ParsedFile, ParsedTurn};
+    use std::path::PathBuf;
+
+    /// A fixture's path relative to the repository (as errors name it) and its text.
+    pub(crate) fn read(relative: &str) -> (PathBuf, String) {
+        let full = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
+        let text = std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()));
+        (PathBuf::from(relative), text)
+    }
+
+    /// The error message a malformed fixture must produce: its `.expected` sibling.
+    pub(crate) fn expected(relative: &str) -> String {
+        let (_, text) =
+            read(&format!("{}.expected", relative.rsplit_once('.').map_or(relative, |(stem, _)| stem)));
+        text.trim_end().to_string()
+    }
+
+    /// The session keys of a parsed file.
+    pub(crate) fn keys(parsed: &ParsedFile) -> Vec<&str> {
+        parsed.conversations.iter().map(|c| c.key.as_str()).collect()
+    }
+
+    /// The number of turns of each conversation.
+    pub(crate) fn counts(parsed: &ParsedFile) -> Vec<usize> {
+        parsed.conversations.iter().map(|c| c.turns.len()).collect()
+    }
+
+    /// Name, call id and result size of a turn's tool calls.
+    pub(crate) fn tools(turn: &ParsedTurn) -> Vec<(&str, Option<&str>, u64)> {
+        turn.tools.iter().map(|t| (t.name.as_str(), t.call_id.as_deref(), t.result_bytes)).collect()
+    }
+
+    /// Everything a parsed file keeps: turn text, tool arguments and results.
+    pub(crate) fn everything(parsed: &ParsedFile) -> String {
+        let mut all = String::new();
+        for turn in parsed.conversations.iter().flat_map(|c| &c.turns) {
+            all.extend([turn.user.as_str(), "\n", turn.assistant.as_str(), "\n"]);
+            for tool in &turn.tools {
+                all.extend([tool.arguments.as_str(), "\n", tool.result.as_deref().unwrap_or_default(), "\n"]);
+            }
+        }
+        all
+    }
+
+    /// Fails if any of `dropped` was kept.
+    pub(crate) fn assert_absent(parsed: &ParsedFile, dropped: &[&str]) {
+        let all = everything(parsed);
+        for text in dropped {
+            assert!(!all.contains(text), "{text:?} must not be imported");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_start_on_their_lines() {
+        let text = "\u{feff}[\n  {\"a\": 1},\n\n  {\"b\":\n 2}, {\"c\": \"x\\ny\"}\n, 7]";
+        let records = elements(Path::new("f.json"), text, "an array").unwrap();
+        let got: Vec<(u64, usize, &str)> = records.iter().map(|r| (r.line, r.position, r.text)).collect();
+        assert_eq!(
+            got,
+            [(2, 1, "{\"a\": 1}"), (4, 2, "{\"b\":\n 2}"), (5, 3, "{\"c\": \"x\\ny\"}"), (6, 4, "7")]
+        );
+    }
+
+    #[test]
+    fn a_document_error_names_its_line() {
+        let err = elements(Path::new("f.json"), "[\n{\"a\": 1},\n{\"b\" 2}\n]", "an array").unwrap_err();
+        assert_eq!(err.line(), Some(3), "{err}");
+        let err =
+            elements(Path::new("f.json"), "\n\n{\"a\": 1}", "a JSON array of conversations").unwrap_err();
+        assert_eq!(err.to_string(), "f.json:3: expected a JSON array of conversations");
+    }
+
+    #[test]
+    fn lines_skip_blanks_and_a_byte_order_mark() {
+        let got: Vec<(u64, usize, &str)> =
+            lines("\u{feff}{}\n\n  \r\n{\"x\":1}\r\n").map(|r| (r.line, r.position, r.text)).collect();
+        assert_eq!(got, [(1, 1, "{}"), (4, 2, "{\"x\":1}")]);
+    }
+}
