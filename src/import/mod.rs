@@ -246,7 +246,10 @@ fn sniff_line(v: &serde_json::Value) -> Option<Format> {
     {
         return Some(Format::ClaudeCode);
     }
-    if v.get("messages").is_some_and(|m| m.is_array()) {
+    // OpenAI chat messages, or a Batch API request line carrying them in its `body`.
+    if v.get("messages").is_some_and(|m| m.is_array())
+        || v.get("body").and_then(|b| b.get("messages")).is_some_and(|m| m.is_array())
+    {
         return Some(Format::OpenAi);
     }
     if v.get("conversations").is_some_and(|c| c.is_array()) {

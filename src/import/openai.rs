@@ -175,6 +175,16 @@ mod tests {
     }
 
     #[test]
+    fn batch_api_lines_are_detected_and_read() {
+        let text = r#"{"custom_id":"req-1","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Summarise RFC 9110 in one line."}]}}"#;
+        let path = Path::new("batch.jsonl");
+        assert_eq!(super::super::detect(path, text).unwrap(), super::super::Format::OpenAi);
+        let parsed = parse(path, text, false).unwrap();
+        assert_eq!(keys(&parsed), ["req-1"]);
+        assert_eq!(parsed.conversations[0].turns[0].user, "Summarise RFC 9110 in one line.");
+    }
+
+    #[test]
     fn json_array_of_conversations() {
         let (path, text) = read("fixtures/import/openai/messages.json");
         let parsed = parse(&path, &text, false).unwrap();
