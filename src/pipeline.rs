@@ -8,11 +8,10 @@ use crate::prune;
 use crate::query::QueryAnchors;
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::select::{self, Offer, Policy};
-use crate::store::postings::Posting;
+use crate::store::postings::{self, Posting};
 use crate::store::records::{ForwardRecord, SessionRecord};
 use crate::store::{Source, View, anchor_hash};
 use crate::tokens::TokenEstimator;
-use std::collections::HashSet;
 
 /// DESIGN §3.2: the topic `A(T)` is the anchors of the current segment's latest turns, at most
 /// this many. A long segment drifts; its latest turns are what a follow-up refers to.
@@ -56,14 +55,16 @@ pub fn gate_with_anchors<S: Source>(
     let query = QueryAnchors::build(text, counts, blocks, |h| view.df(h))?;
     let topic = match session {
         Some(s) if as_of > 0 => topic_anchors(view, s, as_of)?,
-        _ => HashSet::new(),
+        _ => Vec::new(),
     };
-    let decision = gate::decide(text, query.anchors(), |a| topic.contains(&a.hash));
+    let decision = gate::decide(text, query.anchors(), |a| topic.binary_search(&a.hash).is_ok());
     Ok(Gated { query, decision })
 }
 
-/// `A(T)` as of `as_of`: anchor hashes of the segment's latest [`GATE_WINDOW_TURNS`] turns.
-fn topic_anchors<S: Source>(view: &View<S>, session: &SessionRef<'_>, as_of: u32) -> Result<HashSet<u64>> {
+/// `A(T)` as of `as_of`: anchor hashes of the segment's latest [`GATE_WINDOW_TURNS`] turns,
+/// sorted. Pending turns' anchors are in memory; a folded turn's are extracted again from its
+/// text (the same rules give the same anchors).
+fn topic_anchors<S: Source>(view: &View<S>, session: &SessionRef<'_>, as_of: u32) -> Result<Vec<u64>> {
     let last = as_of - 1;
     let segment_start = if as_of == session.record.turn_count {
         session.record.segment_start
@@ -71,17 +72,19 @@ fn topic_anchors<S: Source>(view: &View<S>, session: &SessionRef<'_>, as_of: u32
         view.turn_record(session.id, last)?.map_or(0, |t| t.segment_start)
     };
     let start = segment_start.max(as_of.saturating_sub(GATE_WINDOW_TURNS));
-    let mut anchors = HashSet::new();
+    let mut anchors = Vec::new();
     for turn in start..as_of {
-        if let Some(forward) = forward_of(view, session.id, turn)? {
+        if let Some(forward) = view.pending().get(session.id, turn) {
             anchors.extend(forward.entries.iter().map(|e| e.0));
+        } else if let Some(record) = view.turn_record(session.id, turn)? {
+            for text in [&record.user, &record.assistant] {
+                anchors.extend(anchor::extract(text).anchors().map(anchor_hash));
+            }
         }
     }
+    anchors.sort_unstable();
+    anchors.dedup();
     Ok(anchors)
-}
-
-fn forward_of<S: Source>(view: &View<S>, session: u32, turn: u32) -> Result<Option<ForwardRecord>> {
-    Ok(view.forward_record(session, turn)?)
 }
 
 /// What [`select`] returns before it is shaped for callers.
@@ -215,12 +218,13 @@ fn session_postings<S: Source>(
                 break;
             }
             if let Some((tf_user, tf_assistant)) = forward.get(anchor.hash) {
+                // Lengths as the folded postings will store them, so folding changes no score.
                 list.push(Posting {
                     turn,
                     tf_user,
                     tf_assistant,
-                    len_user: forward.len_user,
-                    len_assistant: forward.len_assistant,
+                    len_user: postings::quantize_len(forward.len_user),
+                    len_assistant: postings::quantize_len(forward.len_assistant),
                 });
             }
         }

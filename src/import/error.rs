@@ -85,7 +85,9 @@ impl Error {
     /// The line this error points at, if any.
     pub fn line(&self) -> Option<u64> {
         match self {
-            Error::Json { at: Location::Line(l), .. } | Error::Shape { at: Location::Line(l), .. } => Some(*l),
+            Error::Json { at: Location::Line(l), .. } | Error::Shape { at: Location::Line(l), .. } => {
+                Some(*l)
+            }
             _ => None,
         }
     }

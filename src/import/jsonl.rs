@@ -87,7 +87,11 @@ pub fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, 
 pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
     let value: serde_json::Value = serde_json::from_str(raw).map_err(|e| Error::json(path, line_no, e))?;
     if !value.is_object() {
-        return Err(Error::shape(path, line_no, "expected a JSON object with `session`, `user` and `assistant`"));
+        return Err(Error::shape(
+            path,
+            line_no,
+            "expected a JSON object with `session`, `user` and `assistant`",
+        ));
     }
     for field in ["session", "user", "assistant"] {
         match value.get(field) {

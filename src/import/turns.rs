@@ -119,7 +119,8 @@ impl TurnBuilder {
 
     /// Attaches a tool's result to its call (by id, else the latest call without a result).
     pub fn tool_result(&mut self, call_id: Option<&str>, result: &str) {
-        let calls = self.turns.iter_mut().chain(self.current.iter_mut()).rev().flat_map(|t| t.tools.iter_mut().rev());
+        let calls =
+            self.turns.iter_mut().chain(self.current.iter_mut()).rev().flat_map(|t| t.tools.iter_mut().rev());
         let mut calls = calls.filter(|c| c.result.is_none());
         let target = match call_id {
             Some(id) => calls.find(|c| c.call_id.as_deref() == Some(id)),
@@ -138,7 +139,8 @@ impl TurnBuilder {
     }
 
     fn open(&mut self, time: Option<&str>) -> &mut ParsedTurn {
-        self.current.get_or_insert_with(|| ParsedTurn { time: time.map(str::to_string), ..ParsedTurn::default() })
+        self.current
+            .get_or_insert_with(|| ParsedTurn { time: time.map(str::to_string), ..ParsedTurn::default() })
     }
 
     fn close(&mut self) {

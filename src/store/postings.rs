@@ -3,16 +3,22 @@
 //! A chunk holds at most [`CHUNK_CAPACITY`] postings in ascending turn order:
 //! ```text
 //! varint count | varint last_turn | posting*
-//! posting = varint turn_delta | varint tf_user | varint tf_assistant | varint len_user | varint len_assistant
+//! posting = varint turn_delta | tf | norm_user u8 | norm_assistant u8
+//! tf      = u8 (tf_user << 4 | tf_assistant), when both are below 15
+//!         | 0xFF varint tf_user varint tf_assistant
 //! ```
-//! The first posting's delta is its turn id. The header's `last_turn` lets [`append`] add a
+//! The first posting's delta is its turn id. Side lengths (BM25's document lengths) are stored
+//! as one-byte norms ([`encode_norm`]: exact below 16, then 3 mantissa bits, ~12% steps), as
+//! search engines store field norms: length normalization needs the scale, not the digit, and
+//! a posting takes ~4 bytes instead of ~7. The header's `last_turn` lets [`append`] add a
 //! posting without decoding the body, so folding a batch rewrites only each list's tail chunk.
 //! Decoding never trusts the bytes: corrupt input is an error, not a panic.
 
 /// Postings per chunk: keeps a chunk well inside one 4 KiB page (~6 bytes a posting).
 pub const CHUNK_CAPACITY: u32 = 128;
 
-/// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths.
+/// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths
+/// (as decoded from their norms: see [`quantize_len`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
     /// Turn id within the session.
@@ -78,13 +84,15 @@ pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), Corrupt
         } else {
             turn.checked_add(delta).ok_or(CorruptChunk { offset: reader.offset })?
         };
-        emit(Posting {
-            turn,
-            tf_user: reader.varint()?,
-            tf_assistant: reader.varint()?,
-            len_user: reader.varint()?,
-            len_assistant: reader.varint()?,
-        });
+        let tf = reader.byte()?;
+        let (tf_user, tf_assistant) = if tf == TF_ESCAPE {
+            (reader.varint()?, reader.varint()?)
+        } else {
+            (u32::from(tf >> 4), u32::from(tf & 0xF))
+        };
+        let len_user = decode_norm(reader.byte()?);
+        let len_assistant = decode_norm(reader.byte()?);
+        emit(Posting { turn, tf_user, tf_assistant, len_user, len_assistant });
     }
     if reader.offset != chunk.len() {
         return Err(CorruptChunk { offset: reader.offset });
@@ -93,9 +101,45 @@ pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), Corrupt
 }
 
 fn encode_posting(out: &mut Vec<u8>, delta: u32, p: &Posting) {
-    for v in [delta, p.tf_user, p.tf_assistant, p.len_user, p.len_assistant] {
-        write_varint(out, v);
+    write_varint(out, delta);
+    if p.tf_user < 15 && p.tf_assistant < 15 {
+        out.push(((p.tf_user << 4) | p.tf_assistant) as u8);
+    } else {
+        out.push(TF_ESCAPE);
+        write_varint(out, p.tf_user);
+        write_varint(out, p.tf_assistant);
     }
+    out.push(encode_norm(p.len_user));
+    out.push(encode_norm(p.len_assistant));
+}
+
+const TF_ESCAPE: u8 = 0xFF;
+
+/// One byte for a side length: exact below 16, then `(8 + mantissa) << (exponent - 3)`.
+/// Monotonic; every `u32` fits (the largest byte is 239).
+pub fn encode_norm(len: u32) -> u8 {
+    if len < 16 {
+        return len as u8;
+    }
+    let exponent = 31 - len.leading_zeros(); // >= 4
+    let mantissa = (len >> (exponent - 3)) & 0x7;
+    (16 + (exponent - 4) * 8 + mantissa) as u8
+}
+
+/// The length a norm byte stands for (the smallest length with that byte).
+pub fn decode_norm(norm: u8) -> u32 {
+    let norm = u32::from(norm);
+    if norm < 16 {
+        return norm;
+    }
+    let exponent = (norm - 16) / 8 + 4;
+    let mantissa = (norm - 16) % 8;
+    (8 + mantissa) << (exponent - 3)
+}
+
+/// A length as postings store it: what scoring of folded and pending turns both use.
+pub fn quantize_len(len: u32) -> u32 {
+    decode_norm(encode_norm(len))
 }
 
 fn with_header(count: u32, last_turn: u32, body: &[u8]) -> Vec<u8> {
@@ -141,6 +185,13 @@ impl<'a> Reader<'a> {
         Err(CorruptChunk { offset: self.offset })
     }
 
+    /// Reads one byte.
+    pub fn byte(&mut self) -> Result<u8, CorruptChunk> {
+        let byte = *self.bytes.get(self.offset).ok_or(CorruptChunk { offset: self.offset })?;
+        self.offset += 1;
+        Ok(byte)
+    }
+
     fn rest(&self) -> &'a [u8] {
         self.bytes.get(self.offset..).unwrap_or_default()
     }
@@ -152,7 +203,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn posting(turn: u32, tf_user: u32) -> Posting {
-        Posting { turn, tf_user, tf_assistant: 1, len_user: 12, len_assistant: 300 }
+        Posting { turn, tf_user, tf_assistant: 1, len_user: 12, len_assistant: quantize_len(300) }
     }
 
     fn decode_all(chunk: &[u8]) -> Vec<Posting> {
@@ -197,13 +248,27 @@ mod tests {
         assert!(decode(&trailing, |_| {}).is_err());
     }
 
+    #[test]
+    fn norms_are_monotonic_and_close() {
+        let mut previous = 0;
+        for len in (0..100_000u32).chain([u32::MAX / 2, u32::MAX]) {
+            let norm = encode_norm(len);
+            assert!(norm >= previous, "norm of {len} went down");
+            previous = norm;
+            let back = decode_norm(norm);
+            assert!(back <= len && (len - back) as f64 <= len as f64 / 8.0 + 1.0, "{len} -> {back}");
+            assert_eq!(quantize_len(back), back, "decoded lengths are fixed points");
+        }
+        assert_eq!((0..16).map(quantize_len).collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+    }
+
     proptest! {
         #[test]
         fn round_trip(deltas in proptest::collection::vec((1u32..5000, 0u32..50, 0u32..50), 0..128)) {
             let mut turn = 0;
             let postings: Vec<Posting> = deltas.iter().enumerate().map(|(i, &(d, tu, ta))| {
                 turn = if i == 0 { d - 1 } else { turn + d };
-                Posting { turn, tf_user: tu, tf_assistant: ta, len_user: tu * 3, len_assistant: ta * 7 }
+                Posting { turn, tf_user: tu, tf_assistant: ta, len_user: quantize_len(tu * 3), len_assistant: quantize_len(ta * 7) }
             }).collect();
             prop_assert_eq!(decode_all(&encode(&postings)), postings);
         }

@@ -10,10 +10,9 @@ pub const SESSION_NAMES: TableDefinition<&str, u32> = TableDefinition::new("sess
 pub const SESSIONS: TableDefinition<u32, &[u8]> = TableDefinition::new("sessions");
 /// Block key -> postcard [`super::records::TurnRecord`]: the raw text and what the gate said.
 pub const TURNS: TableDefinition<u64, &[u8]> = TableDefinition::new("turns");
-/// Block key -> postcard [`super::records::ForwardRecord`]: the turn's anchors with per-side tf.
-pub const FORWARD: TableDefinition<u64, &[u8]> = TableDefinition::new("forward");
-/// Block key -> (): turns whose postings are not folded yet (the durable delta log).
-pub const PENDING: TableDefinition<u64, ()> = TableDefinition::new("pending");
+/// Block key -> postcard [`super::records::ForwardRecord`] of a turn whose postings are not
+/// folded yet (the durable delta log).
+pub const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending");
 /// Anchor hash -> document frequency over folded blocks.
 pub const TERMS: TableDefinition<u64, u64> = TableDefinition::new("terms");
 /// Posting key -> posting chunk ([`super::postings`]).

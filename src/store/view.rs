@@ -1,0 +1,441 @@
+//! `View`: one consistent transaction over the tables, read-only or writable.
+//!
+//! A read view is a redb read transaction (a snapshot); a write view is the one write
+//! transaction. Both decode the pending turns once when opened, so document frequencies, N and
+//! the pending tail of a session's postings come from memory.
+
+use super::error::{Error, corrupt};
+use super::keys::{self, IdentityHashMap, block_key, split_block_key};
+use super::postings::{self, Posting};
+use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
+use super::{FOLD_BATCH, META_KEY, format};
+use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The table types a [`View`] reads through: read-only snapshots or a write transaction.
+pub trait Source {
+    /// `meta`.
+    type Meta: ReadableTable<&'static str, &'static [u8]>;
+    /// `session_names`.
+    type Names: ReadableTable<&'static str, u32>;
+    /// `sessions`.
+    type Sessions: ReadableTable<u32, &'static [u8]>;
+    /// `turns` and `pending`.
+    type Blocks: ReadableTable<u64, &'static [u8]>;
+    /// `terms`.
+    type Terms: ReadableTable<u64, u64>;
+    /// `postings`.
+    type Postings: ReadableTable<u128, &'static [u8]>;
+}
+
+/// Tables of a read transaction.
+pub struct ReadSource;
+impl Source for ReadSource {
+    type Meta = ReadOnlyTable<&'static str, &'static [u8]>;
+    type Names = ReadOnlyTable<&'static str, u32>;
+    type Sessions = ReadOnlyTable<u32, &'static [u8]>;
+    type Blocks = ReadOnlyTable<u64, &'static [u8]>;
+    type Terms = ReadOnlyTable<u64, u64>;
+    type Postings = ReadOnlyTable<u128, &'static [u8]>;
+}
+
+/// Tables of a write transaction.
+pub struct WriteSource<'t>(std::marker::PhantomData<&'t ()>);
+impl<'t> Source for WriteSource<'t> {
+    type Meta = Table<'t, &'static str, &'static [u8]>;
+    type Names = Table<'t, &'static str, u32>;
+    type Sessions = Table<'t, u32, &'static [u8]>;
+    type Blocks = Table<'t, u64, &'static [u8]>;
+    type Terms = Table<'t, u64, u64>;
+    type Postings = Table<'t, u128, &'static [u8]>;
+}
+
+/// The opened tables of one transaction.
+pub(super) struct Tables<S: Source> {
+    pub meta: S::Meta,
+    pub names: S::Names,
+    pub sessions: S::Sessions,
+    pub turns: S::Blocks,
+    pub pending: S::Blocks,
+    pub terms: S::Terms,
+    pub postings: S::Postings,
+}
+
+/// The pending (not yet folded) turns, decoded once per view.
+#[derive(Debug, Default)]
+pub struct PendingBlocks {
+    /// `(block key, anchors)` in block-key order.
+    blocks: Vec<(u64, ForwardRecord)>,
+    df: IdentityHashMap<u64, u32>,
+    len_user: u64,
+    len_assistant: u64,
+    postings: u64,
+}
+
+impl PendingBlocks {
+    fn add(&mut self, key: u64, forward: ForwardRecord) {
+        for &(hash, _, _) in &forward.entries {
+            *self.df.entry(hash).or_default() += 1;
+        }
+        self.len_user += u64::from(forward.len_user);
+        self.len_assistant += u64::from(forward.len_assistant);
+        self.postings += forward.entries.len() as u64;
+        if self.blocks.last().is_none_or(|(last, _)| *last < key) {
+            self.blocks.push((key, forward));
+        } else {
+            let at = self.blocks.partition_point(|(k, _)| *k < key);
+            self.blocks.insert(at, (key, forward));
+        }
+    }
+
+    /// Number of pending turns.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// True if every turn is folded.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// The pending turns of `session`, in turn order.
+    pub fn of_session(&self, session: u32) -> impl Iterator<Item = (u32, &ForwardRecord)> {
+        let start = self.blocks.partition_point(|(k, _)| *k < block_key(session, 0));
+        self.blocks[start..]
+            .iter()
+            .map(|(k, f)| (split_block_key(*k), f))
+            .take_while(move |((s, _), _)| *s == session)
+            .map(|((_, t), f)| (t, f))
+    }
+
+    /// The anchors of one pending turn.
+    pub fn get(&self, session: u32, turn: u32) -> Option<&ForwardRecord> {
+        let key = block_key(session, turn);
+        self.blocks.binary_search_by_key(&key, |(k, _)| *k).ok().map(|i| &self.blocks[i].1)
+    }
+}
+
+/// Corpus statistics for IDF and BM25: N and average side lengths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CorpusStats {
+    /// Number of blocks (turns) in the whole index.
+    pub blocks: u64,
+    /// Average user-side length in anchors.
+    pub avg_len_user: f64,
+    /// Average assistant-side length in anchors.
+    pub avg_len_assistant: f64,
+}
+
+/// Counts of what the index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Sessions.
+    pub sessions: u64,
+    /// Turns.
+    pub turns: u64,
+    /// Distinct anchors.
+    pub anchors: u64,
+    /// Postings (anchor occurrences per block).
+    pub postings: u64,
+    /// Turns not yet folded into postings.
+    pub pending: u64,
+}
+
+/// A consistent view of the index: one read or write transaction.
+pub struct View<S: Source> {
+    path: PathBuf,
+    meta: MetaRecord,
+    tables: Tables<S>,
+    pending: PendingBlocks,
+    meta_dirty: bool,
+    /// Folded document frequencies read in this view (a bulk import looks the same ones up
+    /// for every turn). Cleared when a fold changes them.
+    df_cache: Mutex<IdentityHashMap<u64, u64>>,
+}
+
+impl<S: Source> View<S> {
+    pub(super) fn open(path: &Path, tables: Tables<S>) -> Result<Self, Error> {
+        let meta = {
+            let bytes =
+                tables.meta.get(META_KEY)?.ok_or_else(|| Error::NotAnIndex { path: path.to_path_buf() })?;
+            format::check_meta(path, bytes.value())?
+        };
+        let mut pending = PendingBlocks::default();
+        for entry in tables.pending.iter()? {
+            let (key, value) = entry?;
+            let key = key.value();
+            let forward: ForwardRecord = postcard::from_bytes(value.value())
+                .map_err(|e| corrupt(format!("anchors of pending turn {:?}", split_block_key(key)), e))?;
+            pending.add(key, forward);
+        }
+        Ok(View {
+            path: path.to_path_buf(),
+            meta,
+            tables,
+            pending,
+            meta_dirty: false,
+            df_cache: Mutex::new(IdentityHashMap::default()),
+        })
+    }
+
+    /// The index file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pending turns.
+    pub fn pending(&self) -> &PendingBlocks {
+        &self.pending
+    }
+
+    /// N and average side lengths over the whole index (folded + pending).
+    pub fn corpus_stats(&self) -> CorpusStats {
+        let blocks = self.meta.folded_blocks + self.pending.blocks.len() as u64;
+        let avg = |folded: u64, pending: u64| {
+            if blocks == 0 { 0.0 } else { (folded + pending) as f64 / blocks as f64 }
+        };
+        CorpusStats {
+            blocks,
+            avg_len_user: avg(self.meta.folded_len_user, self.pending.len_user),
+            avg_len_assistant: avg(self.meta.folded_len_assistant, self.pending.len_assistant),
+        }
+    }
+
+    /// Document frequency of an anchor over the whole index.
+    pub fn df(&self, hash: u64) -> Result<u64, Error> {
+        let cached = self.df_cache.lock().ok().and_then(|cache| cache.get(&hash).copied());
+        let folded = match cached {
+            Some(df) => df,
+            None => {
+                let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+                if let Ok(mut cache) = self.df_cache.lock() {
+                    cache.insert(hash, df);
+                }
+                df
+            }
+        };
+        let pending = self.pending.df.get(&hash).copied().unwrap_or(0);
+        Ok(folded + u64::from(pending))
+    }
+
+    /// What the index holds.
+    pub fn counts(&self) -> Result<Counts, Error> {
+        let mut new_anchors = 0u64;
+        for hash in self.pending.df.keys() {
+            if self.tables.terms.get(*hash)?.is_none() {
+                new_anchors += 1;
+            }
+        }
+        Ok(Counts {
+            sessions: self.tables.sessions.len()?,
+            turns: self.tables.turns.len()?,
+            anchors: self.tables.terms.len()? + new_anchors,
+            postings: self.meta.folded_postings + self.pending.postings,
+            pending: self.pending.blocks.len() as u64,
+        })
+    }
+
+    /// Looks a session up by name.
+    pub fn session_by_name(&self, name: &str) -> Result<Option<(u32, SessionRecord)>, Error> {
+        let Some(id) = self.tables.names.get(name)?.map(|g| g.value()) else {
+            return Ok(None);
+        };
+        let record = self
+            .session_record(id)?
+            .ok_or_else(|| Error::Corrupt { what: format!("session {name:?} (id {id}) has no record") })?;
+        Ok(Some((id, record)))
+    }
+
+    fn session_record(&self, id: u32) -> Result<Option<SessionRecord>, Error> {
+        self.tables
+            .sessions
+            .get(id)?
+            .map(|g| postcard::from_bytes(g.value()).map_err(|e| corrupt(format!("session {id}"), e)))
+            .transpose()
+    }
+
+    /// Every session, in id (creation) order.
+    pub fn sessions(&self) -> Result<Vec<(u32, SessionRecord)>, Error> {
+        let mut out = Vec::new();
+        for entry in self.tables.sessions.iter()? {
+            let (key, value) = entry?;
+            let id = key.value();
+            let record =
+                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?;
+            out.push((id, record));
+        }
+        Ok(out)
+    }
+
+    /// A turn's text and gate record.
+    pub fn turn_record(&self, session: u32, turn: u32) -> Result<Option<TurnRecord>, Error> {
+        self.tables
+            .turns
+            .get(block_key(session, turn))?
+            .map(|g| {
+                postcard::from_bytes(g.value()).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
+            })
+            .transpose()
+    }
+
+    /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
+    pub fn session_postings(
+        &self,
+        hash: u64,
+        session: u32,
+        mut emit: impl FnMut(Posting),
+    ) -> Result<(), Error> {
+        let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
+        for entry in self.tables.postings.range(range)? {
+            let (key, value) = entry?;
+            postings::decode(value.value(), &mut emit).map_err(|e| {
+                corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl View<WriteSource<'_>> {
+    /// Creates a session with no turns.
+    pub fn create_session(&mut self, name: &str) -> Result<(u32, SessionRecord), Error> {
+        let id = self.meta.next_session_id;
+        self.meta.next_session_id =
+            id.checked_add(1).ok_or_else(|| Error::Corrupt { what: "session ids exhausted".into() })?;
+        self.meta_dirty = true;
+        let record = SessionRecord::new(name);
+        self.tables.names.insert(name, id)?;
+        self.put_session(id, &record)?;
+        Ok((id, record))
+    }
+
+    /// Stores a session record.
+    pub fn put_session(&mut self, id: u32, record: &SessionRecord) -> Result<(), Error> {
+        let bytes = postcard::to_allocvec(record).map_err(|e| corrupt(format!("session {id}"), e))?;
+        self.tables.sessions.insert(id, bytes.as_slice())?;
+        Ok(())
+    }
+
+    /// Stores a new turn and queues its anchors for folding.
+    pub fn put_turn(
+        &mut self,
+        session: u32,
+        turn: u32,
+        record: &TurnRecord,
+        forward: ForwardRecord,
+    ) -> Result<(), Error> {
+        let key = block_key(session, turn);
+        let what = || format!("turn {session}:{turn}");
+        let text = postcard::to_allocvec(record).map_err(|e| corrupt(what(), e))?;
+        let anchors = postcard::to_allocvec(&forward).map_err(|e| corrupt(what(), e))?;
+        self.tables.turns.insert(key, text.as_slice())?;
+        self.tables.pending.insert(key, anchors.as_slice())?;
+        self.pending.add(key, forward);
+        Ok(())
+    }
+
+    /// Folds pending turns into postings once [`FOLD_BATCH`] of them are waiting.
+    pub fn fold_if_due(&mut self) -> Result<(), Error> {
+        if self.pending.blocks.len() >= FOLD_BATCH { self.fold() } else { Ok(()) }
+    }
+
+    /// Folds every pending turn into the posting chunks and document frequencies.
+    ///
+    /// Postings are gathered as `(anchor, session, turn)` and sorted, so each list's tail chunk
+    /// is read and rewritten once, in key order.
+    pub fn fold(&mut self) -> Result<(), Error> {
+        let pending = std::mem::take(&mut self.pending);
+        if pending.blocks.is_empty() {
+            return Ok(());
+        }
+        let mut all: Vec<(u64, u32, Posting)> = Vec::with_capacity(pending.postings as usize);
+        for (key, forward) in &pending.blocks {
+            let (session, turn) = split_block_key(*key);
+            for &(hash, tf_user, tf_assistant) in &forward.entries {
+                let posting = Posting {
+                    turn,
+                    tf_user,
+                    tf_assistant,
+                    len_user: forward.len_user,
+                    len_assistant: forward.len_assistant,
+                };
+                all.push((hash, session, posting));
+            }
+        }
+        all.sort_unstable_by_key(|(hash, session, p)| (*hash, *session, p.turn));
+        let mut lists = 0usize;
+        let mut start = 0;
+        while start < all.len() {
+            let (hash, session, _) = all[start];
+            let mut end = start;
+            while end < all.len() && all[end].0 == hash && all[end].1 == session {
+                end += 1;
+            }
+            self.append_postings(hash, session, all[start..end].iter().map(|(_, _, p)| p))?;
+            lists += 1;
+            start = end;
+        }
+        // Document frequencies: one update per anchor.
+        let mut start = 0;
+        while start < all.len() {
+            let hash = all[start].0;
+            let mut end = start;
+            while end < all.len() && all[end].0 == hash {
+                end += 1;
+            }
+            let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+            self.tables.terms.insert(hash, df + (end - start) as u64)?;
+            start = end;
+        }
+        if let Ok(mut cache) = self.df_cache.lock() {
+            cache.clear();
+        }
+        self.tables.pending.retain(|_, _| false)?;
+        self.meta.folded_blocks += pending.blocks.len() as u64;
+        self.meta.folded_len_user += pending.len_user;
+        self.meta.folded_len_assistant += pending.len_assistant;
+        self.meta.folded_postings += pending.postings;
+        self.meta_dirty = true;
+        log::debug!("folded {} turns into {lists} posting lists", pending.blocks.len());
+        Ok(())
+    }
+
+    fn append_postings<'p>(
+        &mut self,
+        hash: u64,
+        session: u32,
+        list: impl Iterator<Item = &'p Posting>,
+    ) -> Result<(), Error> {
+        let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
+        let tail = self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
+            let (_, _, chunk) = keys::split_posting_key(k.value());
+            (chunk, v.value().to_vec())
+        });
+        let (mut chunk_no, mut chunk) = tail.unwrap_or_else(|| (0, postings::encode(&[])));
+        for posting in list {
+            let what = || format!("posting chunk {hash:x}/{session}/{chunk_no}");
+            match postings::append(&chunk, posting).map_err(|e| corrupt(what(), e))? {
+                Some(next) => chunk = next,
+                None => {
+                    self.tables
+                        .postings
+                        .insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
+                    chunk_no += 1;
+                    chunk = postings::encode(std::slice::from_ref(posting));
+                }
+            }
+        }
+        self.tables.postings.insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
+        Ok(())
+    }
+
+    pub(super) fn save_meta(&mut self) -> Result<(), Error> {
+        if !self.meta_dirty {
+            return Ok(());
+        }
+        let bytes = postcard::to_allocvec(&self.meta).map_err(|e| corrupt("meta", e))?;
+        self.tables.meta.insert(META_KEY, bytes.as_slice())?;
+        Ok(())
+    }
+}
