@@ -26,13 +26,13 @@ const CASES: &[Case] = &[
     Case {
         file: "fixtures/import/openai/chat.jsonl",
         format: Format::OpenAi,
-        sessions: &[("support-4471", 4), ("chat#2", 2), ("request-7", 1), ("zh-weather-02", 2)],
+        sessions: &[("support-4471", 4), ("chat.jsonl#2", 2), ("request-7", 1), ("zh-weather-02", 2)],
         absent: &["Acme Outfitters' support assistant", "senior Kubernetes SRE", "Classify the sentiment"],
     },
     Case {
         file: "fixtures/import/openai/messages.json",
         format: Format::OpenAi,
-        sessions: &[("qa-1", 1), ("messages#2", 1)],
+        sessions: &[("qa-1", 1), ("messages.json#2", 1)],
         absent: &[],
     },
     Case {
@@ -83,13 +83,13 @@ const CASES: &[Case] = &[
     Case {
         file: "fixtures/import/sharegpt/conversations.json",
         format: Format::ShareGpt,
-        sessions: &[("sg-8841", 3), ("conversations#2", 2), ("1024", 2)],
+        sessions: &[("sg-8841", 3), ("conversations.json#2", 2), ("1024", 2)],
         absent: &["helpful travel assistant"],
     },
     Case {
         file: "fixtures/import/sharegpt/vicuna.jsonl",
         format: Format::ShareGpt,
-        sessions: &[("vicuna-0001", 2), ("vicuna#2", 1)],
+        sessions: &[("vicuna-0001", 2), ("vicuna.jsonl#2", 1)],
         absent: &[],
     },
 ];
@@ -114,7 +114,7 @@ const BAD: &[Bad] = &[
         file: "fixtures/import/openai/bad_role.jsonl",
         good: "fixtures/import/openai/chat.jsonl",
         format: Format::Auto,
-        skipped: Some((2, &[("support-4471", 4), ("bad_role#3", 2)])),
+        skipped: Some((2, &[("support-4471", 4), ("bad_role.jsonl#3", 2)])),
     },
     Bad {
         file: "fixtures/import/chatgpt/bad_node.json",

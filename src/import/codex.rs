@@ -61,7 +61,7 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
             Item::Other => {}
         }
     }
-    let key = key.unwrap_or_else(|| records::file_stem(path));
+    let key = key.unwrap_or_else(|| records::file_name(path));
     records::push(&mut parsed.conversations, Conversation { key, title: None, turns: b.finish() });
     Ok(parsed)
 }
@@ -284,7 +284,7 @@ mod tests {
             r#"{"timestamp":"t2","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}}"#,
         );
         let parsed = parse(Path::new("logs/rollout-x.jsonl"), text, false).unwrap();
-        assert_eq!(keys(&parsed), ["rollout-x"]);
+        assert_eq!(keys(&parsed), ["rollout-x.jsonl"]);
         let err =
             parse(Path::new("r.jsonl"), r#"{"type":"response_item","payload":"x"}"#, false).unwrap_err();
         assert_eq!(err.to_string(), "r.jsonl:1: `payload` must be an object");

@@ -215,16 +215,36 @@ pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
     let unknown = || Error::UnknownFormat { path: path.to_path_buf() };
     let trimmed = text.trim_start_matches('\u{feff}').trim_start();
     let first: serde_json::Value = if trimmed.starts_with('[') {
-        let items: Vec<&serde_json::value::RawValue> =
-            serde_json::from_str(trimmed).map_err(|_| unknown())?;
-        let first = items.first().ok_or_else(unknown)?;
-        let value: serde_json::Value = serde_json::from_str(first.get()).map_err(|_| unknown())?;
+        let value = first_array_element(trimmed).ok_or_else(unknown)?;
         return sniff_document_item(&value).ok_or_else(unknown);
     } else {
         let line = trimmed.lines().next().ok_or_else(unknown)?;
         serde_json::from_str(line).map_err(|_| unknown())?
     };
     sniff_line(&first).ok_or_else(unknown)
+}
+
+/// The first element of a JSON array, read without parsing the rest: detection of a large
+/// export costs one element, and a syntax error further on is left for the parser, which
+/// reports it with its line.
+fn first_array_element(text: &str) -> Option<serde_json::Value> {
+    use serde::de::{Deserializer, SeqAccess, Visitor};
+    struct First<'a>(&'a mut Option<serde_json::Value>);
+    impl<'de> Visitor<'de> for First<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            *self.0 = seq.next_element()?;
+            Ok(())
+        }
+    }
+    let mut first = None;
+    // Returning before the end of the array makes serde_json report unread elements; the
+    // first element is what was asked for, so that error is expected and ignored.
+    let _ = serde_json::Deserializer::from_str(text).deserialize_seq(First(&mut first));
+    first
 }
 
 /// The format of a JSON-lines file from its first line.
@@ -382,7 +402,7 @@ fn plan(
     }
     let view = gatekeeper.store().read()?;
     for plan in &mut plans {
-        if format.is_live_log() && plan.turns.last().is_some_and(|t| t.assistant.trim().is_empty()) {
+        if format.is_live_log() && plan.turns.last().is_some_and(is_unanswered) {
             plan.turns.pop();
             plan.held_back = 1;
         }
@@ -415,6 +435,15 @@ fn plan(
         plan.turns.drain(..existing);
     }
     Ok(plans)
+}
+
+/// True if a turn has no reply text yet: empty, or only the `[tool: NAME]` mentions of calls
+/// made so far (an agent still working).
+fn is_unanswered(turn: &ParsedTurn) -> bool {
+    turn.assistant.split("\n\n").all(|part| {
+        let part = part.trim();
+        part.is_empty() || (part.starts_with("[tool: ") && part.ends_with(']'))
+    })
 }
 
 /// Writes new turns in batched transactions; anchors are extracted in parallel first.

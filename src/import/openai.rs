@@ -18,7 +18,7 @@ use std::path::Path;
 
 /// Parses a whole file of OpenAI chat messages.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
-    let stem = records::file_stem(path);
+    let stem = records::file_name(path);
     let array = records::is_array(text);
     let mut parsed = ParsedFile::default();
     for record in records::array_or_lines(path, text, "a JSON array of `{\"messages\": [...]}` objects")? {
@@ -125,7 +125,7 @@ mod tests {
     fn chat_jsonl() {
         let (path, text) = read("fixtures/import/openai/chat.jsonl");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["support-4471", "chat#2", "request-7", "zh-weather-02"]);
+        assert_eq!(keys(&parsed), ["support-4471", "chat.jsonl#2", "request-7", "zh-weather-02"]);
         assert_eq!(counts(&parsed), [4, 2, 1, 2]);
         let first = &parsed.conversations[0].turns[0];
         assert_eq!(first.user, "Hi! My order hasn't arrived yet. Order number AC-20931.");
@@ -188,7 +188,7 @@ mod tests {
     fn json_array_of_conversations() {
         let (path, text) = read("fixtures/import/openai/messages.json");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["qa-1", "messages#2"], "without an id: the element's position");
+        assert_eq!(keys(&parsed), ["qa-1", "messages.json#2"], "without an id: the element's position");
         assert_eq!(counts(&parsed), [1, 1]);
         assert_eq!(parsed.conversations[1].turns[0].user, "And 422?");
     }
@@ -199,7 +199,7 @@ mod tests {
         let (path, text) = read(name);
         assert_eq!(parse(&path, &text, false).unwrap_err().to_string(), expected(name));
         let parsed = parse(&path, &text, true).unwrap();
-        assert_eq!(keys(&parsed), ["support-4471", "bad_role#3"]);
+        assert_eq!(keys(&parsed), ["support-4471", "bad_role.jsonl#3"]);
         let reason =
             "`messages[3].role` is \"robot\": expected system, developer, user, assistant, tool or function";
         assert_eq!(parsed.skipped, [Skipped { line: 2, reason: reason.into() }]);
@@ -222,7 +222,7 @@ mod tests {
             r#"{"messages":[{"role":"user","content":"hi"}"#,
         );
         let parsed = parse(path, text, true).unwrap();
-        assert_eq!(keys(&parsed), ["f#1"]);
+        assert_eq!(keys(&parsed), ["f.jsonl#1"]);
         let turn = &parsed.conversations[0].turns[0];
         assert_eq!(turn.assistant, "[tool: weather]\n\n-3 °C and snowing.");
         assert_eq!(tools(turn), [("weather", None, 10)]);

@@ -106,10 +106,11 @@ pub(crate) fn push(conversations: &mut Vec<Conversation>, conversation: Conversa
     }
 }
 
-/// The file's name without its extension: the start of the session names of conversations
-/// without an id (`<stem>#<n>`).
-pub(crate) fn file_stem(path: &Path) -> String {
-    path.file_stem().map_or_else(|| "import".to_string(), |s| s.to_string_lossy().into_owned())
+/// The file's name, extension included, for session keys of conversations without an id
+/// (`chat.jsonl#3`): with the extension, `chat.json` and `chat.jsonl` side by side do not
+/// collide.
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| "import".to_string(), |s| s.to_string_lossy().into_owned())
 }
 
 /// The name of field `key` of the value at `at`, for messages: `at.key`.

@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// Parses a whole ShareGPT file.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
-    let stem = records::file_stem(path);
+    let stem = records::file_name(path);
     let array = records::is_array(text);
     let mut parsed = ParsedFile::default();
     for record in records::array_or_lines(path, text, "a JSON array of `{\"conversations\": [...]}` objects")?
@@ -64,11 +64,10 @@ fn conversation(v: &Value, default_key: String) -> Result<Conversation, String> 
     Ok(Conversation { key, title: None, turns: b.finish() })
 }
 
-/// Attaches consecutive observations to the calls before them, in order: the first to the
-/// earliest of those calls (the builder attaches an id-less result to the latest open call, so
-/// they are given to it last first).
+/// Attaches consecutive observations to the calls before them, in order (the builder gives an
+/// id-less result to the earliest call still waiting for one).
 fn attach(b: &mut TurnBuilder, observations: &mut Vec<&str>) {
-    for result in observations.drain(..).rev() {
+    for result in observations.drain(..) {
         b.tool_result(None, result);
     }
 }
@@ -103,7 +102,7 @@ mod tests {
     fn json_array() {
         let (path, text) = read("fixtures/import/sharegpt/conversations.json");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["sg-8841", "conversations#2", "1024"]);
+        assert_eq!(keys(&parsed), ["sg-8841", "conversations.json#2", "1024"]);
         assert_eq!(counts(&parsed), [3, 2, 2]);
         let first = &parsed.conversations[0].turns[0];
         assert_eq!(first.user, "I have a 6-hour layover in Istanbul. Is it worth leaving the airport?");
@@ -132,7 +131,7 @@ mod tests {
     fn json_lines() {
         let (path, text) = read("fixtures/import/sharegpt/vicuna.jsonl");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["vicuna-0001", "vicuna#2"]);
+        assert_eq!(keys(&parsed), ["vicuna-0001", "vicuna.jsonl#2"]);
         assert_eq!(counts(&parsed), [2, 1]);
         assert_eq!(
             parsed.conversations[0].turns[1].assistant,

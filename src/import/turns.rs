@@ -117,14 +117,13 @@ impl TurnBuilder {
         });
     }
 
-    /// Attaches a tool's result to its call (by id, else the latest call without a result).
+    /// Attaches a tool's result to its call: by id, else the earliest call still waiting for a
+    /// result (parallel calls are answered in the order they were made).
     pub fn tool_result(&mut self, call_id: Option<&str>, result: &str) {
-        let calls =
-            self.turns.iter_mut().chain(self.current.iter_mut()).rev().flat_map(|t| t.tools.iter_mut().rev());
-        let mut calls = calls.filter(|c| c.result.is_none());
+        let mut open = self.turns.iter_mut().chain(self.current.iter_mut()).flat_map(|t| t.tools.iter_mut());
         let target = match call_id {
-            Some(id) => calls.find(|c| c.call_id.as_deref() == Some(id)),
-            None => calls.next(),
+            Some(id) => open.find(|c| c.result.is_none() && c.call_id.as_deref() == Some(id)),
+            None => open.find(|c| c.result.is_none()),
         };
         if let Some(call) = target {
             call.result_bytes = result.len() as u64;
@@ -182,5 +181,19 @@ mod tests {
         assert_eq!(turns[1].time.as_deref(), Some("t1"));
         assert_eq!(turns[1].tools[0].result.as_deref(), Some("error[E0308]: mismatched types"));
         assert_eq!((turns[2].user.as_str(), turns[2].assistant.as_str()), ("Thanks!", ""));
+    }
+
+    #[test]
+    fn id_less_results_answer_calls_in_order() {
+        let mut b = TurnBuilder::new();
+        b.message(Role::User, "Weather in Porto and Faro?", None);
+        b.tool_call("weather", None, "Porto", None);
+        b.tool_call("weather", None, "Faro", None);
+        b.tool_result(None, "17 C");
+        b.tool_result(None, "24 C here");
+        let turns = b.finish();
+        let results: Vec<_> =
+            turns[0].tools.iter().map(|t| (t.arguments.as_str(), t.result.as_deref())).collect();
+        assert_eq!(results, [("Porto", Some("17 C")), ("Faro", Some("24 C here"))]);
     }
 }
