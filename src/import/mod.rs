@@ -35,6 +35,7 @@ use crate::ingest::{self, PreparedTurn};
 use crate::store::records::ToolRecord;
 use rayon::prelude::*;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use turns::{Conversation, ParsedTurn, Skipped};
@@ -315,8 +316,12 @@ pub(crate) fn import_files(
     let started = Instant::now();
     let mut report =
         ImportReport { files: Vec::new(), new_turns: 0, existing_turns: 0, skipped: 0, seconds: 0.0 };
+    // Turns of each session accounted for by earlier files of this import: a session fed by
+    // several files (`--session`, or an agent session resumed in a second log) continues
+    // where the previous file ended.
+    let mut offsets: HashMap<String, usize> = HashMap::new();
     for (done, path) in files.iter().enumerate() {
-        let file = import_file(gatekeeper, path, options)?;
+        let file = import_file(gatekeeper, path, options, &mut offsets)?;
         report.new_turns += file.new_turns;
         report.existing_turns += file.existing_turns;
         report.skipped += file.skipped.len() as u64;
@@ -336,6 +341,7 @@ fn import_file(
     gatekeeper: &Gatekeeper,
     path: &Path,
     options: &ImportOptions,
+    offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport, crate::Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
     let text = String::from_utf8(bytes).map_err(|e| Error::Shape {
@@ -349,7 +355,7 @@ fn import_file(
     };
     let parsed = formats::parse(format, path, &text, options.skip_invalid)?;
     drop(text);
-    let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref())?;
+    let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
     let source = path.display().to_string();
     let mut sessions = Vec::new();
     let mut new_turns = 0;
@@ -384,6 +390,7 @@ fn plan(
     format: Format,
     conversations: Vec<Conversation>,
     session: Option<&str>,
+    offsets: &mut HashMap<String, usize>,
 ) -> Result<Vec<Plan>, crate::Error> {
     let mut plans: Vec<Plan> = Vec::new();
     for conversation in conversations {
@@ -406,33 +413,37 @@ fn plan(
             plan.turns.pop();
             plan.held_back = 1;
         }
-        let Some((id, record)) = view.session_by_name(&plan.session)? else { continue };
-        let stored = record.turn_count as usize;
-        let same_start = if plan.turns.len() >= stored {
-            let digest = plan.turns[..stored]
-                .iter()
-                .fold(0, |d, t| crate::store::records::next_digest(d, &t.user, &t.assistant));
-            digest == record.digest
-        } else {
-            false
+        let offset = offsets.get(&plan.session).copied().unwrap_or(0);
+        let (id, record) = match view.session_by_name(&plan.session)? {
+            Some(found) => found,
+            None => (0, crate::store::records::SessionRecord::new(&plan.session)),
         };
-        let conflict =
-            |turn: u32| Error::Conflict { path: path.to_path_buf(), session: plan.session.clone(), turn };
-        if !same_start {
-            // Find the first turn that differs, for the message (or: a shorter log that is a prefix).
-            for (i, t) in plan.turns.iter().enumerate().take(stored) {
-                let stored_turn = view.turn_record(id, i as u32)?;
+        let stored = (record.turn_count as usize).saturating_sub(offset);
+        let overlap = plan.turns.len().min(stored);
+        let conflict = |turn: usize| Error::Conflict {
+            path: path.to_path_buf(),
+            session: plan.session.clone(),
+            turn: (offset + turn) as u32,
+        };
+        // The stored turns after `offset` must be the file's first turns. From the start of a
+        // session the digest tells it without reading them; otherwise compare turn by turn.
+        let digest_matches = offset == 0
+            && plan.turns.len() >= stored
+            && plan.turns[..stored]
+                .iter()
+                .fold(0, |d, t| crate::store::records::next_digest(d, &t.user, &t.assistant))
+                == record.digest;
+        if !digest_matches {
+            for (i, t) in plan.turns.iter().enumerate().take(overlap) {
+                let stored_turn = view.turn_record(id, (offset + i) as u32)?;
                 if stored_turn.is_none_or(|s| s.user != t.user || s.assistant != t.assistant) {
-                    return Err(conflict(i as u32).into());
+                    return Err(conflict(i).into());
                 }
             }
-            if plan.turns.len() >= stored {
-                return Err(conflict(stored.saturating_sub(1) as u32).into());
-            }
         }
-        let existing = plan.turns.len().min(stored);
-        plan.existing = existing as u64;
-        plan.turns.drain(..existing);
+        plan.existing = overlap as u64;
+        *offsets.entry(plan.session.clone()).or_default() += plan.turns.len();
+        plan.turns.drain(..overlap);
     }
     Ok(plans)
 }
