@@ -76,8 +76,10 @@ fn a_changed_log_is_refused_and_changes_nothing() -> TestResult {
     assert!(err.to_string().contains("turn 0"), "{err}");
     assert_eq!(dump(&gk)?, before);
     // Imported under another name, it is a new session.
-    let other =
-        gk.import(&[log.clone()], &ImportOptions { session: Some("a-edited".into()), ..Default::default() })?;
+    let other = gk.import(
+        std::slice::from_ref(&log),
+        &ImportOptions { session: Some("a-edited".into()), ..Default::default() },
+    )?;
     assert_eq!(other.new_turns, 3);
     Ok(())
 }
