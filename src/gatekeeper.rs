@@ -13,6 +13,9 @@ use std::time::Duration;
 /// DESIGN §3.7: default token budget.
 pub const DEFAULT_TOKEN_BUDGET: u32 = 4000;
 
+/// Most scoring threads accepted: more only costs start-up time on any real machine.
+pub const MAX_THREADS: usize = 256;
+
 /// Longest accepted session name, in bytes.
 pub const MAX_SESSION_NAME_BYTES: usize = 256;
 
@@ -118,6 +121,12 @@ impl Gatekeeper {
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Gatekeeper> {
         if options.token_budget == 0 {
             return Err(Error::InvalidOption { name: "token_budget", reason: "must be at least 1".into() });
+        }
+        if options.threads > MAX_THREADS {
+            return Err(Error::InvalidOption {
+                name: "threads",
+                reason: format!("{} is more than {MAX_THREADS}; 0 uses one per core", options.threads),
+            });
         }
         if options.cache_bytes < 1024 * 1024 {
             return Err(Error::InvalidOption {

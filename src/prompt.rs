@@ -25,11 +25,13 @@ pub fn render(selection: &Selection, query: &str) -> String {
             out.push('\n');
         }
     }
-    out.push_str(QUESTION_HEADING);
-    out.push('\n');
-    out.push_str(query.trim());
-    out.push('\n');
+    out.push_str(&render_question(query));
     out
+}
+
+/// The question part of a prompt: all a prompt is when nothing is selected.
+pub fn render_question(query: &str) -> String {
+    format!("{QUESTION_HEADING}\n{}\n", query.trim())
 }
 
 /// The framing text around the blocks whose tokens the prompt's budget must leave room for.

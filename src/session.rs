@@ -197,8 +197,16 @@ impl<'g> Session<'g> {
     /// The prompt text for `query`: selected turns and the question, within the budget
     /// (the framing and the question count against it too).
     pub fn build_prompt_with(&self, query: &str, options: &SelectOptions) -> Result<String> {
+        check_query(query)?;
         let estimator = self.gatekeeper.estimator();
         let budget = options.budget.unwrap_or(self.gatekeeper.options().token_budget);
+        let question_only = estimator.estimate(&prompt::render_question(query));
+        if question_only > budget {
+            return Err(Error::InvalidInput {
+                what: "budget",
+                reason: format!("the question alone is ~{question_only} tokens, over the budget of {budget}"),
+            });
+        }
         let reserved = estimator.estimate(&prompt::framing(query));
         let overhead = estimator.estimate(&prompt::block_framing(u32::MAX));
         let options = SelectOptions { budget: Some(budget.saturating_sub(reserved)), ..*options };

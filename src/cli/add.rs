@@ -1,7 +1,10 @@
 //! `ctxgate add`: record one turn.
 
 use super::{Global, output};
+use anyhow::Context;
 use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `add`.
 #[derive(clap::Args)]
@@ -10,11 +13,17 @@ pub struct Args {
     #[arg(long, short)]
     session: String,
     /// The user's message
-    #[arg(long, short, default_value = "")]
+    #[arg(long, short, default_value = "", conflicts_with = "user_file")]
     user: String,
     /// The assistant's reply
-    #[arg(long, short, default_value = "")]
+    #[arg(long, short, default_value = "", conflicts_with = "assistant_file")]
     assistant: String,
+    /// Read the user's message from a file (`-` for stdin): for texts too long for an argument
+    #[arg(long, value_name = "PATH")]
+    user_file: Option<PathBuf>,
+    /// Read the assistant's reply from a file (`-` for stdin)
+    #[arg(long, value_name = "PATH")]
+    assistant_file: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -25,11 +34,40 @@ struct Added<'a> {
 
 /// Adds the turn and prints its id.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
+    if args
+        .user_file
+        .as_deref()
+        .zip(args.assistant_file.as_deref())
+        .is_some_and(|(u, a)| is_stdin(u) && is_stdin(a))
+    {
+        anyhow::bail!("only one of --user-file and --assistant-file can read stdin");
+    }
+    let user = text(&args.user, args.user_file.as_deref())?;
+    let assistant = text(&args.assistant, args.assistant_file.as_deref())?;
     let gatekeeper = global.open(None, None)?;
-    let turn_id = gatekeeper.session(&args.session)?.add_turn(&args.user, &args.assistant)?;
+    let turn_id = gatekeeper.session(&args.session)?.add_turn(&user, &assistant)?;
     if global.json {
         output::print_json(&Added { session: &args.session, turn_id })
     } else {
         output::print_text(&format!("{turn_id}\n"))
+    }
+}
+
+fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// The argument's text, or the file's (or stdin's) when a file is given.
+fn text(argument: &str, file: Option<&Path>) -> anyhow::Result<String> {
+    match file {
+        None => Ok(argument.to_string()),
+        Some(path) if is_stdin(path) => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).context("cannot read stdin as UTF-8 text")?;
+            Ok(text)
+        }
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+        }
     }
 }

@@ -91,14 +91,9 @@ pub struct Global {
 impl Global {
     /// Opens the index with the global options and `budget`/`policy` defaults.
     pub fn open(&self, budget: Option<u32>, policy: Option<Policy>) -> anyhow::Result<Gatekeeper> {
-        if !self.busy_timeout.is_finite() || self.busy_timeout < 0.0 {
-            anyhow::bail!("--busy-timeout must be a number of seconds, at least 0");
-        }
-        let mut options = Options {
-            threads: self.threads,
-            busy_timeout: std::time::Duration::from_secs_f64(self.busy_timeout),
-            ..Options::default()
-        };
+        let busy_timeout = std::time::Duration::try_from_secs_f64(self.busy_timeout)
+            .map_err(|_| anyhow::anyhow!("--busy-timeout must be a number of seconds from 0 to 10^19"))?;
+        let mut options = Options { threads: self.threads, busy_timeout, ..Options::default() };
         if let Some(budget) = budget {
             options.token_budget = budget;
         }

@@ -4,6 +4,7 @@ use super::select::PolicyArg;
 use super::{Global, output};
 use ctxgate::{Policy, SelectOptions};
 use serde::Serialize;
+use std::io::{IsTerminal, Write};
 
 /// Arguments of `prompt`.
 #[derive(clap::Args)]
@@ -35,9 +36,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let prompt = gatekeeper.session(&args.session)?.build_prompt_with(&args.query, &options)?;
     if global.json {
         output::print_json(&Prompted { session: &args.session, query: &args.query, prompt })
+    } else if std::io::stdout().is_terminal() {
+        // On a terminal, control characters of logged text are shown harmlessly.
+        output::print_text(&prompt)
     } else {
-        // The prompt is meant to be sent as is: no sanitizing beyond what the text holds.
-        use std::io::Write;
+        // Piped to a model or a file: the prompt exactly as it should be sent.
         let mut out = std::io::stdout().lock();
         out.write_all(prompt.as_bytes())?;
         Ok(out.flush()?)
