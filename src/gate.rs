@@ -4,7 +4,6 @@
 //! segment's anchors `A(T)`.
 
 use crate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
-use crate::query::QueryAnchor;
 use crate::text::{is_cjk, is_word_char};
 use regex::Regex;
 use serde::Serialize;
@@ -73,11 +72,13 @@ pub fn deictic_pattern(query: &str) -> Option<&'static str> {
 }
 
 /// Decides continue or switch for a query (DESIGN §3.2), in the specified branch order.
-pub fn decide(query: &str, anchors: &[QueryAnchor], in_topic: impl Fn(&QueryAnchor) -> bool) -> GateDecision {
-    let total: f64 = anchors.iter().map(|a| a.idf).sum();
-    let (shared, new): (f64, f64) = anchors.iter().fold((0.0, 0.0), |(shared, new), a| {
-        if in_topic(a) { (shared + a.idf, new) } else { (shared, new + a.idf) }
+/// `weights` are the query's anchors as `(hash, idf)`; `in_topic` says which are in `A(T)`.
+/// Sums run in the order given, so callers pass one canonical order (by hash).
+pub fn decide(query: &str, weights: &[(u64, f64)], in_topic: impl Fn(u64) -> bool) -> GateDecision {
+    let (shared, new): (f64, f64) = weights.iter().fold((0.0, 0.0), |(shared, new), &(hash, idf)| {
+        if in_topic(hash) { (shared + idf, new) } else { (shared, new + idf) }
     });
+    let total = shared + new;
     let (overlap, new_ratio) = if total > 0.0 { (shared / total, new / total) } else { (0.0, 0.0) };
     let deictic = deictic_pattern(query);
     let topic = if overlap > OVERLAP_CONTINUE {
@@ -173,8 +174,8 @@ fn contains_word(text: &str, word: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn anchor(text: &str, idf: f64) -> QueryAnchor {
-        QueryAnchor { text: text.to_string(), idf, hash: 0 }
+    fn hash(text: &str) -> u64 {
+        crate::store::anchor_hash(text)
     }
 
     /// (query, anchors with idf, topic anchors, expected topic, deictic pattern)
@@ -213,8 +214,9 @@ mod tests {
             ("", &[], &[], Topic::Continue, None),
         ];
         for (query, anchors, topic, expected, deictic) in rows {
-            let anchors: Vec<QueryAnchor> = anchors.iter().map(|(t, i)| anchor(t, *i)).collect();
-            let d = decide(query, &anchors, |a| topic.contains(&a.text.as_str()));
+            let weights: Vec<(u64, f64)> = anchors.iter().map(|(t, i)| (hash(t), *i)).collect();
+            let topic: Vec<u64> = topic.iter().map(|t| hash(t)).collect();
+            let d = decide(query, &weights, |h| topic.contains(&h));
             assert_eq!(d.topic, *expected, "gate for {query:?}: {d:?}");
             assert_eq!(d.deictic, *deictic, "deictic of {query:?}");
             if !anchors.is_empty() {

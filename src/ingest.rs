@@ -5,12 +5,12 @@
 //! it, each turn is gated against the history before it, stored with its decision, and moves
 //! the session's topic segment and digest on.
 
-use crate::anchor::{self, AnchorCounts};
+use crate::anchor::{self, HashedAnchor};
 use crate::error::{Error, Result};
 use crate::gate::Topic;
 use crate::pipeline::{self, SessionRef};
 use crate::store::records::{ForwardRecord, GateRecord, SessionRecord, ToolRecord, TurnRecord, next_digest};
-use crate::store::{View, WriteSource};
+use crate::store::{View, WriteSource, anchor_hash};
 
 /// A turn ready to be written: its text and what extraction found in it.
 pub struct PreparedTurn {
@@ -22,15 +22,15 @@ pub struct PreparedTurn {
     pub time: Option<String>,
     /// Tool calls of the turn.
     pub tools: Vec<ToolRecord>,
-    user_anchors: AnchorCounts,
+    user_anchors: Vec<HashedAnchor>,
     forward: ForwardRecord,
 }
 
 impl PreparedTurn {
     /// Extracts the anchors of a turn (pure; call it in parallel for a batch).
     pub fn new(user: String, assistant: String, time: Option<String>, tools: Vec<ToolRecord>) -> Self {
-        let user_anchors = anchor::extract(&user);
-        let assistant_anchors = anchor::extract(&assistant);
+        let user_anchors = anchor::extract_hashed(&user, anchor_hash);
+        let assistant_anchors = anchor::extract_hashed(&assistant, anchor_hash);
         let forward = pipeline::forward_record(&user_anchors, &assistant_anchors);
         PreparedTurn { user, assistant, time, tools, user_anchors, forward }
     }
@@ -58,8 +58,7 @@ pub fn append_turn(
         reason: "the session has the maximum number of turns".into(),
     })?;
     let session = SessionRef { id, record };
-    let decision =
-        pipeline::gate_with_anchors(view, Some(&session), turn_id, &turn.user, &turn.user_anchors)?.decision;
+    let decision = pipeline::gate_hashed(view, &session, turn_id, &turn.user, &turn.user_anchors)?;
     let switch = decision.topic == Topic::Switch;
     let segment_start = if switch { turn_id } else { record.segment_start };
     let stored = TurnRecord {

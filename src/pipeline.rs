@@ -1,11 +1,11 @@
 //! One query through the index: gate, recall, content-word filter, pruning, selection
 //! (DESIGN §3.2–§3.6), all inside one consistent view of the store.
 
-use crate::anchor::{self, AnchorCounts};
+use crate::anchor::{self, HashedAnchor};
 use crate::error::Result;
 use crate::gate::{self, ContentWords, GateDecision, Topic};
 use crate::prune;
-use crate::query::QueryAnchors;
+use crate::query::{self, QueryAnchors};
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::select::{self, Offer, Policy};
 use crate::store::postings::{self, Posting};
@@ -40,25 +40,39 @@ pub fn gate<S: Source>(
     as_of: u32,
     text: &str,
 ) -> Result<Gated> {
-    gate_with_anchors(view, session, as_of, text, &anchor::extract(text))
+    let blocks = view.corpus_stats().blocks;
+    let query = QueryAnchors::build(text, &anchor::extract(text), blocks, |h| view.df(h))?;
+    let decision = decide(view, session, as_of, text, query.gate_weights())?;
+    Ok(Gated { query, decision })
 }
 
-/// [`gate`] for a text whose anchors are already extracted.
-pub fn gate_with_anchors<S: Source>(
+/// [`gate`] for the user text of a turn being added, from its hashed anchors: the same
+/// weights (`query::weigh`), so the decision equals what `--as-of` replays.
+pub fn gate_hashed<S: Source>(
+    view: &View<S>,
+    session: &SessionRef<'_>,
+    as_of: u32,
+    text: &str,
+    anchors: &[HashedAnchor],
+) -> Result<GateDecision> {
+    let blocks = view.corpus_stats().blocks;
+    let (weights, _) =
+        query::weigh(anchors.iter().map(|a| (a.hash, a.cjk_ngram)), text, blocks, |h| view.df(h))?;
+    decide(view, Some(session), as_of, text, &weights)
+}
+
+fn decide<S: Source>(
     view: &View<S>,
     session: Option<&SessionRef<'_>>,
     as_of: u32,
     text: &str,
-    counts: &AnchorCounts,
-) -> Result<Gated> {
-    let blocks = view.corpus_stats().blocks;
-    let query = QueryAnchors::build(text, counts, blocks, |h| view.df(h))?;
+    weights: &[(u64, f64)],
+) -> Result<GateDecision> {
     let topic = match session {
         Some(s) if as_of > 0 => topic_anchors(view, s, as_of)?,
         _ => Vec::new(),
     };
-    let decision = gate::decide(text, query.anchors(), |a| topic.binary_search(&a.hash).is_ok());
-    Ok(Gated { query, decision })
+    Ok(gate::decide(text, weights, |hash| topic.binary_search(&hash).is_ok()))
 }
 
 /// `A(T)` as of `as_of`: anchor hashes of the segment's latest [`GATE_WINDOW_TURNS`] turns,
@@ -278,23 +292,26 @@ fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
 }
 
 /// Anchors of a new turn as a forward record: per-side tf merged by anchor hash.
-pub fn forward_record(user: &AnchorCounts, assistant: &AnchorCounts) -> ForwardRecord {
-    let mut entries: Vec<(u64, u32, u32)> = user
-        .entries()
-        .iter()
-        .map(|(a, tf)| (anchor_hash(a), *tf, 0))
-        .chain(assistant.entries().iter().map(|(a, tf)| (anchor_hash(a), 0, *tf)))
-        .collect();
-    entries.sort_unstable_by_key(|e| e.0);
-    let mut merged: Vec<(u64, u32, u32)> = Vec::with_capacity(entries.len());
-    for (hash, tf_user, tf_assistant) in entries {
-        match merged.last_mut() {
-            Some(last) if last.0 == hash => {
-                last.1 += tf_user;
-                last.2 += tf_assistant;
-            }
-            _ => merged.push((hash, tf_user, tf_assistant)),
+pub fn forward_record(user: &[HashedAnchor], assistant: &[HashedAnchor]) -> ForwardRecord {
+    // Both sides are sorted by hash: merge them.
+    let mut entries: Vec<(u64, u32, u32)> = Vec::with_capacity(user.len() + assistant.len());
+    let (mut u, mut a) = (user.iter().peekable(), assistant.iter().peekable());
+    loop {
+        let entry = match (u.peek(), a.peek()) {
+            (Some(x), Some(y)) if x.hash == y.hash => (x.hash, x.tf, y.tf),
+            (Some(x), Some(y)) if x.hash < y.hash => (x.hash, x.tf, 0),
+            (Some(x), None) => (x.hash, x.tf, 0),
+            (_, Some(y)) => (y.hash, 0, y.tf),
+            (None, None) => break,
+        };
+        if entry.1 > 0 {
+            u.next();
         }
+        if entry.2 > 0 {
+            a.next();
+        }
+        entries.push(entry);
     }
-    ForwardRecord { len_user: user.total(), len_assistant: assistant.total(), entries: merged }
+    let total = |side: &[HashedAnchor]| side.iter().map(|a| a.tf).sum();
+    ForwardRecord { len_user: total(user), len_assistant: total(assistant), entries }
 }

@@ -24,38 +24,76 @@ pub struct QueryAnchor {
     pub(crate) hash: u64,
 }
 
+/// A text's anchors weighted by IDF, all of them (uncapped), sorted by hash: what the gate sums.
+/// Built by [`weigh`] alike for a query and for a turn being added, so a replayed decision
+/// (`--as-of`) equals the recorded one to the last bit.
+pub type GateWeights = Vec<(u64, f64)>;
+
+/// Weights anchors `(hash, is CJK n-gram)` with `df` over `blocks` blocks: the CJK floor, then
+/// the 20-character fallback if nothing is left. Returns the weights sorted by hash and the
+/// fallback anchor's text if it was used.
+pub fn weigh<E>(
+    anchors: impl Iterator<Item = (u64, bool)>,
+    text: &str,
+    blocks: u64,
+    mut df: impl FnMut(u64) -> Result<u64, E>,
+) -> Result<(GateWeights, Option<String>), E> {
+    let mut weights = Vec::new();
+    for (hash, cjk_ngram) in anchors {
+        let weight = idf(blocks, df(hash)?);
+        if !(cjk_ngram && weight < CJK_NGRAM_MIN_IDF) {
+            weights.push((hash, weight));
+        }
+    }
+    let mut fallback = None;
+    if weights.is_empty()
+        && let Some(head) = anchor::fallback_anchor(text)
+    {
+        let hash = anchor_hash(&head);
+        weights.push((hash, idf(blocks, df(hash)?)));
+        fallback = Some(head);
+    }
+    weights.sort_unstable_by_key(|w| w.0);
+    Ok((weights, fallback))
+}
+
 /// A query's anchors, sorted by IDF (descending, then text); anchor `i` is bit `i` of a mask.
 #[derive(Debug, Clone, Default)]
 pub struct QueryAnchors {
     anchors: Vec<QueryAnchor>,
+    gate_weights: GateWeights,
 }
 
 impl QueryAnchors {
-    /// Weights `counts` with `df` over `blocks` blocks, applying the floor, cap and fallback.
+    /// Weights `counts` with `df` over `blocks` blocks, applying the floor, fallback and cap.
     pub fn build<E>(
         text: &str,
         counts: &AnchorCounts,
         blocks: u64,
-        mut df: impl FnMut(u64) -> Result<u64, E>,
+        df: impl FnMut(u64) -> Result<u64, E>,
     ) -> Result<Self, E> {
-        let mut anchors = Vec::with_capacity(counts.len());
-        for candidate in counts.anchors() {
-            let hash = anchor_hash(candidate);
-            let weight = idf(blocks, df(hash)?);
-            if is_cjk_ngram(candidate) && weight < CJK_NGRAM_MIN_IDF {
-                continue;
-            }
-            anchors.push(QueryAnchor { text: candidate.to_string(), idf: weight, hash });
-        }
-        if anchors.is_empty()
-            && let Some(head) = anchor::fallback_anchor(text)
-        {
-            let hash = anchor_hash(&head);
-            anchors.push(QueryAnchor { idf: idf(blocks, df(hash)?), text: head, hash });
-        }
+        let mut by_hash: Vec<(u64, &str)> = counts.anchors().map(|a| (anchor_hash(a), a)).collect();
+        by_hash.sort_unstable();
+        let (gate_weights, fallback) =
+            weigh(by_hash.iter().map(|&(h, a)| (h, is_cjk_ngram(a))), text, blocks, df)?;
+        let mut anchors: Vec<QueryAnchor> = gate_weights
+            .iter()
+            .map(|&(hash, idf)| {
+                let text = match by_hash.binary_search_by_key(&hash, |e| e.0) {
+                    Ok(i) => by_hash[i].1.to_string(),
+                    Err(_) => fallback.clone().unwrap_or_default(),
+                };
+                QueryAnchor { text, idf, hash }
+            })
+            .collect();
         anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
         anchors.truncate(MAX_QUERY_ANCHORS);
-        Ok(Self { anchors })
+        Ok(Self { anchors, gate_weights })
+    }
+
+    /// Every anchor's weight, uncapped, sorted by hash: the gate's input.
+    pub fn gate_weights(&self) -> &[(u64, f64)] {
+        &self.gate_weights
     }
 
     /// The anchors, most discriminative first.

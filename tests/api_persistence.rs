@@ -195,3 +195,27 @@ fn options_are_validated() {
     assert_eq!(err.kind(), "invalid_option");
     assert!(!path.exists(), "a rejected open must not create the file");
 }
+
+#[test]
+fn the_recorded_gate_decision_is_what_gate_said_before_the_add() -> TestResult {
+    // In the agent loop the gate is asked about the next message, then the turn is added: the
+    // decision stored with the turn (computed from hashed anchors) must be the same to the bit.
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("main")?;
+    let mut switches = 0;
+    for (i, (user, assistant)) in turns().iter().enumerate().take(180) {
+        let asked = if i == 0 { None } else { Some(session.gate(user, None)?) };
+        let id = session.add_turn(user, assistant)?;
+        let recorded = session.turn(id)?.ok_or("stored turn")?.gate;
+        if let Some(asked) = asked {
+            assert_eq!(recorded.topic, asked.topic, "turn {i}: {user:?}");
+            assert_eq!(recorded.overlap, asked.overlap as f32, "turn {i}");
+            assert_eq!(recorded.new_ratio, asked.new_ratio as f32, "turn {i}");
+            assert_eq!(recorded.deictic.as_deref(), asked.deictic, "turn {i}");
+        }
+        switches += usize::from(recorded.topic == ctxgate::Topic::Switch);
+    }
+    assert!(switches > 1 && switches < 180, "the conversation must exercise both decisions: {switches}");
+    Ok(())
+}

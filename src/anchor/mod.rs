@@ -81,10 +81,40 @@ impl AnchorCounts {
 /// Extracts the anchors of `text` with their term frequencies.
 pub fn extract(text: &str) -> AnchorCounts {
     let mut pairs = Vec::new();
-    word::for_each_word(text, |w| pairs.push((w, 1)));
+    word::for_each_word(text, |w| pairs.push((w.to_string(), 1)));
     cjk::for_each_ngram(text, |g| pairs.push((g.to_string(), 1)));
     quoted::for_each_phrase(text, |p| pairs.push((p, 1)));
     AnchorCounts::from_pairs(pairs)
+}
+
+/// One anchor as the index stores it: its hash, term frequency and whether it is a CJK n-gram
+/// (the kind the IDF floor applies to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashedAnchor {
+    /// `store::anchor_hash` of the anchor text.
+    pub hash: u64,
+    /// Term frequency.
+    pub tf: u32,
+    /// True for a CJK 2- or 3-gram.
+    pub cjk_ngram: bool,
+}
+
+/// [`extract`] for indexing: the same anchors, as hashes sorted ascending, without allocating
+/// a string per occurrence. `hash` is the hash function of the index's keys.
+pub fn extract_hashed(text: &str, hash: impl Fn(&str) -> u64) -> Vec<HashedAnchor> {
+    let mut hits: Vec<(u64, bool)> = Vec::new();
+    word::for_each_word(text, |w| hits.push((hash(w), false)));
+    cjk::for_each_ngram(text, |g| hits.push((hash(g), true)));
+    quoted::for_each_phrase(text, |p| hits.push((hash(&p), cjk::is_ngram(&p))));
+    hits.sort_unstable();
+    let mut out: Vec<HashedAnchor> = Vec::with_capacity(hits.len());
+    for (h, cjk_ngram) in hits {
+        match out.last_mut() {
+            Some(last) if last.hash == h => last.tf += 1,
+            _ => out.push(HashedAnchor { hash: h, tf: 1, cjk_ngram }),
+        }
+    }
+    out
 }
 
 /// The fallback anchor of a query that yields none: its first 20 characters, trimmed and
@@ -148,6 +178,24 @@ mod tests {
             let mut expected = expected.to_vec();
             expected.sort();
             assert_eq!(pairs(input), expected, "anchors of {input:?}");
+        }
+    }
+
+    #[test]
+    fn hashed_extraction_agrees_with_text_extraction() {
+        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
+        for text in [
+            "Redis lock: use Redis SETNX with a TTL.",
+            "分布式锁和分布式事务 “跨进程通信” v1.2.3 CamelCase snake_case",
+            "Ünïcödé WORDS and 'quoted phrase' here",
+        ] {
+            let mut expected: Vec<HashedAnchor> = extract(text)
+                .entries()
+                .iter()
+                .map(|(a, tf)| HashedAnchor { hash: hash(a), tf: *tf, cjk_ngram: is_cjk_ngram(a) })
+                .collect();
+            expected.sort_unstable_by_key(|a| a.hash);
+            assert_eq!(extract_hashed(text, hash), expected, "anchors of {text:?}");
         }
     }
 

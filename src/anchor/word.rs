@@ -9,15 +9,19 @@ use super::stopwords::is_stop_word;
 use crate::text::is_word_char;
 
 /// Calls `emit` with every English term and identifier of `text`, lower-cased, in order.
-pub fn for_each_word(text: &str, mut emit: impl FnMut(String)) {
+/// The word is lower-cased into one reused buffer: no allocation per word.
+pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
     let mut run_start = None;
+    let mut word = String::new();
     for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
         match (is_word_char(c), run_start) {
             (true, None) => run_start = Some(i),
             (false, Some(start)) => {
                 run_start = None;
-                if let Some(word) = text.get(start..i).and_then(normalize_word) {
-                    emit(word);
+                if let Some(run) = text.get(start..i)
+                    && normalize_word(run, &mut word)
+                {
+                    emit(&word);
                 }
             }
             _ => {}
@@ -25,16 +29,19 @@ pub fn for_each_word(text: &str, mut emit: impl FnMut(String)) {
     }
 }
 
-/// Lower-cases a word run and decides whether it is an anchor.
-fn normalize_word(run: &str) -> Option<String> {
-    if !run.chars().any(char::is_alphanumeric) || run.chars().count() < 2 {
-        return None;
+/// Lower-cases a word run into `word` and decides whether it is an anchor.
+fn normalize_word(run: &str, word: &mut String) -> bool {
+    if !run.chars().any(char::is_alphanumeric) || run.chars().nth(1).is_none() {
+        return false;
     }
-    let word = run.to_lowercase();
-    if is_stop_word(&word) {
-        return None;
+    word.clear();
+    if run.is_ascii() {
+        word.push_str(run);
+        word.make_ascii_lowercase();
+    } else {
+        word.extend(run.chars().flat_map(char::to_lowercase));
     }
-    Some(word)
+    !is_stop_word(word)
 }
 
 #[cfg(test)]
@@ -43,7 +50,7 @@ mod tests {
 
     fn words(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for_each_word(text, |w| out.push(w));
+        for_each_word(text, |w| out.push(w.to_string()));
         out
     }
 
