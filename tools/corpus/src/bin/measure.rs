@@ -7,6 +7,12 @@
 //!
 //! The index is built once and cached under `target/ctxgate-bench/` (see `corpus::index`);
 //! measurements run on a copy, so the cache stays at exactly N turns.
+//!
+//! Besides `select` and `add_turn` it times two parts of a selection, to show where the time
+//! goes: `gate only` (open a read view, weigh the query's anchors, decide the topic) and
+//! `as_of=0` (the same plus reading and decoding every posting of the query's anchors, which
+//! are then dropped as too new). `select` minus `as_of=0` is scoring, reading the candidate
+//! turns, pruning and choosing. The `fit` line regresses select latency on the postings read.
 
 use anyhow::{Context, Result, bail};
 use corpus::index::{self, SESSION};
@@ -109,14 +115,24 @@ fn main() -> Result<()> {
     let mut empty = 0;
     let mut blocks = 0;
     let mut postings = Vec::with_capacity(args.samples);
+    let mut found = Vec::with_capacity(args.samples);
     let select = time_each(args.samples, |i| {
         let selection = session.select(&queries[i % queries.len()])?;
         empty += usize::from(selection.blocks.is_empty());
+        found.push(!selection.blocks.is_empty());
         blocks += selection.blocks.len();
         postings.push(postings_read(&selection, stats.turns));
         Ok(())
     })?;
     report("select", &select);
+    let pick = |want: bool| -> Vec<Duration> {
+        select.iter().zip(&found).filter(|(_, f)| **f == want).map(|(t, _)| *t).collect()
+    };
+    let (found_times, empty_times) = (pick(true), pick(false));
+    if !empty_times.is_empty() && !found_times.is_empty() {
+        report("  non-empty", &found_times);
+        report("  empty", &empty_times);
+    }
     println!(
         "             {:.1} blocks per selection, {empty} of {} empty",
         blocks as f64 / args.samples as f64,
@@ -131,31 +147,74 @@ fn main() -> Result<()> {
         Ok(())
     })?;
     report("gate only", &gate);
+    // As of turn 0 every posting is read and decoded, then dropped as too new: the selection
+    // without scoring, turn reads, pruning and choosing.
+    let as_of_zero = ctxgate::SelectOptions { as_of: Some(0), ..Default::default() };
+    let read_only = time_each(args.samples, |i| {
+        let selection = session.select_with(&queries[i % queries.len()], &as_of_zero)?;
+        if !selection.blocks.is_empty() {
+            bail!("a selection as of turn 0 has blocks");
+        }
+        Ok(())
+    })?;
+    report("as_of=0", &read_only);
     let stats_time = time_each(args.samples.min(50), |_| {
         gk.stats()?;
         Ok(())
     })?;
     report("stats", &stats_time);
 
-    let new_turns: Vec<corpus::Turn> =
-        corpus.session(0).skip(args.turns as usize).take(args.samples).collect();
+    let mut upcoming = corpus.session(0).skip(args.turns as usize);
     let mut expected = args.turns;
-    let add = time_each(args.samples, |i| {
-        let turn = &new_turns[i];
+    let mut add_next = || -> Result<()> {
+        let turn = upcoming.next().context("the corpus is endless")?;
         let id = session.add_turn(&turn.user, &turn.assistant)?;
         if id != expected {
             bail!("add_turn returned {id}, expected {expected}");
         }
         expected += 1;
         Ok(())
-    })?;
+    };
+    let add = time_each(args.samples, |_| add_next())?;
     report(if args.quick_repair { "add_turn" } else { "add_turn (no quick_repair)" }, &add);
+    // The call that brings the pending turns to FOLD_BATCH also folds them into postings.
+    let batch = ctxgate::store::FOLD_BATCH as u64;
+    let folds = |i: usize| (stats.pending_turns + i as u64 + 1).is_multiple_of(batch);
+    let part = |want: bool| -> Vec<Duration> {
+        add.iter().enumerate().filter(|(i, _)| folds(*i) == want).map(|(_, t)| *t).collect()
+    };
+    let (fold, plain) = (part(true), part(false));
+    report("  no fold", &plain);
+    if !fold.is_empty() {
+        report("  with fold", &fold);
+    }
 
-    let select_after = time_each(args.samples.min(50), |i| {
-        session.select(&queries[i % queries.len()])?;
+    // Every view decodes the pending turns' anchor rows when it opens. Compare right after a
+    // fold with FOLD_BATCH - 1 turns pending.
+    let mut pending = gk.stats()?.pending_turns;
+    while pending != 0 {
+        add_next()?;
+        pending = (pending + 1) % batch;
+    }
+    let runs = args.samples.min(100);
+    let gate_at = |label: &str| -> Result<()> {
+        let gate = time_each(runs, |i| {
+            session.gate(&queries[i % queries.len()], None)?;
+            Ok(())
+        })?;
+        let select = time_each(runs, |i| {
+            session.select(&queries[i % queries.len()])?;
+            Ok(())
+        })?;
+        report(&format!("gate {label}"), &gate);
+        report(&format!("select {label}"), &select);
         Ok(())
-    })?;
-    report("select+pend", &select_after);
+    };
+    gate_at("@0")?;
+    for _ in 1..batch {
+        add_next()?;
+    }
+    gate_at(&format!("@{}", batch - 1))?;
 
     println!("peak RSS     {} (open + measurements)", kib(vm_kib("VmHWM")));
     println!("current RSS  {}", kib(vm_kib("VmRSS")));
