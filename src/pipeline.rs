@@ -68,17 +68,36 @@ fn decide<S: Source>(
     text: &str,
     weights: &[(u64, f64)],
 ) -> Result<GateDecision> {
-    let topic = match session {
-        Some(s) if as_of > 0 => topic_anchors(view, s, as_of)?,
+    let window = match session {
+        Some(s) if as_of > 0 => topic_window(view, s, as_of)?,
         _ => Vec::new(),
     };
-    Ok(gate::decide(text, weights, |hash| topic.binary_search(&hash).is_ok()))
+    Ok(gate::decide(text, weights, |hash| window.iter().any(|turn| turn.contains(hash))))
 }
 
-/// `A(T)` as of `as_of`: anchor hashes of the segment's latest [`GATE_WINDOW_TURNS`] turns,
-/// sorted. Pending turns' anchors are in memory; a folded turn's are extracted again from its
-/// text (the same rules give the same anchors).
-fn topic_anchors<S: Source>(view: &View<S>, session: &SessionRef<'_>, as_of: u32) -> Result<Vec<u64>> {
+/// One turn of the topic window `A(T)`: its anchor hashes, sorted.
+enum WindowTurn<'v> {
+    /// A pending turn: its anchors are in memory.
+    Pending(&'v ForwardRecord),
+    /// A folded turn: anchors extracted again from its text (the same rules give the same ones).
+    Folded(Vec<u64>),
+}
+
+impl WindowTurn<'_> {
+    fn contains(&self, hash: u64) -> bool {
+        match self {
+            WindowTurn::Pending(forward) => forward.get(hash).is_some(),
+            WindowTurn::Folded(hashes) => hashes.binary_search(&hash).is_ok(),
+        }
+    }
+}
+
+/// `A(T)` as of `as_of`: the segment's latest [`GATE_WINDOW_TURNS`] turns.
+fn topic_window<'v, S: Source>(
+    view: &'v View<S>,
+    session: &SessionRef<'_>,
+    as_of: u32,
+) -> Result<Vec<WindowTurn<'v>>> {
     let last = as_of - 1;
     let segment_start = if as_of == session.record.turn_count {
         session.record.segment_start
@@ -86,19 +105,21 @@ fn topic_anchors<S: Source>(view: &View<S>, session: &SessionRef<'_>, as_of: u32
         view.turn_record(session.id, last)?.map_or(0, |t| t.segment_start)
     };
     let start = segment_start.max(as_of.saturating_sub(GATE_WINDOW_TURNS));
-    let mut anchors = Vec::new();
+    let mut window = Vec::new();
     for turn in start..as_of {
         if let Some(forward) = view.pending().get(session.id, turn) {
-            anchors.extend(forward.entries.iter().map(|e| e.0));
+            window.push(WindowTurn::Pending(forward));
         } else if let Some(record) = view.turn_record(session.id, turn)? {
-            for text in [&record.user, &record.assistant] {
-                anchors.extend(anchor::extract(text).anchors().map(anchor_hash));
-            }
+            let mut hashes: Vec<u64> = [&record.user, &record.assistant]
+                .iter()
+                .flat_map(|text| anchor::extract_hashed(text, anchor_hash))
+                .map(|a| a.hash)
+                .collect();
+            hashes.sort_unstable();
+            window.push(WindowTurn::Folded(hashes));
         }
     }
-    anchors.sort_unstable();
-    anchors.dedup();
-    Ok(anchors)
+    Ok(window)
 }
 
 /// What [`select`] returns before it is shaped for callers.

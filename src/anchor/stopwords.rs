@@ -16,9 +16,12 @@ const STOP_WORDS: &[&str] = &[
     "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours",
 ];
 
+/// The longest stop word, in bytes: longer words are not looked up at all.
+const LONGEST: usize = 7;
+
 /// True if `word` (already lower-cased) is an English stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.binary_search(&word).is_ok()
+    word.len() <= LONGEST && STOP_WORDS.binary_search(&word).is_ok()
 }
 
 #[cfg(test)]
@@ -28,6 +31,7 @@ mod tests {
     #[test]
     fn list_is_sorted_and_unique() {
         assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "keep STOP_WORDS sorted");
+        assert_eq!(STOP_WORDS.iter().map(|w| w.len()).max(), Some(LONGEST));
     }
 
     #[test]

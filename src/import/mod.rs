@@ -26,23 +26,19 @@ mod openai;
 mod records;
 mod sharegpt;
 pub mod turns;
+mod writer;
 
 pub use error::Error;
 pub use jsonl::{Line as CanonicalLine, LineTool as CanonicalTool};
+pub use writer::BATCH_TURNS;
 
 use crate::gatekeeper::Gatekeeper;
-use crate::ingest::{self, PreparedTurn};
-use crate::store::records::ToolRecord;
-use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use turns::{Conversation, ParsedTurn, Skipped};
-
-/// Turns written per transaction. A crash loses at most the batch being written; importing the
-/// file again resumes after the turns already in the index.
-pub const BATCH_TURNS: usize = 8192;
+use writer::Writer;
 
 /// A conversation-log format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -360,8 +356,9 @@ fn import_file(
     let mut sessions = Vec::new();
     let mut new_turns = 0;
     let mut existing_turns = 0;
-    let mut pending: Vec<(String, Option<String>, Vec<ParsedTurn>)> = Vec::new();
-    for plan in plans {
+    let mut destinations = Vec::new();
+    let mut turns: Vec<(usize, ParsedTurn)> = Vec::new();
+    for (i, plan) in plans.into_iter().enumerate() {
         sessions.push(SessionReport {
             session: plan.session.clone(),
             new_turns: plan.turns.len() as u64,
@@ -370,9 +367,15 @@ fn import_file(
         });
         new_turns += plan.turns.len() as u64;
         existing_turns += plan.existing;
-        pending.push((plan.session, plan.title, plan.turns));
+        destinations.push((plan.session, plan.title));
+        turns.extend(plan.turns.into_iter().map(|t| (i, t)));
     }
-    write(gatekeeper, &source, pending)?;
+    let mut turns = turns.into_iter();
+    let batches = std::iter::from_fn(move || {
+        let batch: Vec<_> = turns.by_ref().take(BATCH_TURNS).collect();
+        (!batch.is_empty()).then_some(Ok(batch))
+    });
+    Writer::new(gatekeeper, source, destinations).write_all(batches)?;
     Ok(FileReport {
         path: path.to_path_buf(),
         format,
@@ -455,66 +458,6 @@ fn is_unanswered(turn: &ParsedTurn) -> bool {
         let part = part.trim();
         part.is_empty() || (part.starts_with("[tool: ") && part.ends_with(']'))
     })
-}
-
-/// Writes new turns in batched transactions; anchors are extracted in parallel first.
-fn write(
-    gatekeeper: &Gatekeeper,
-    source: &str,
-    sessions: Vec<(String, Option<String>, Vec<ParsedTurn>)>,
-) -> Result<(), crate::Error> {
-    let mut batch: Vec<(usize, PreparedTurn)> = Vec::new();
-    let names: Vec<(String, Option<String>)> =
-        sessions.iter().map(|(n, t, _)| (n.clone(), t.clone())).collect();
-    let all: Vec<(usize, ParsedTurn)> = sessions
-        .into_iter()
-        .enumerate()
-        .flat_map(|(i, (_, _, turns))| turns.into_iter().map(move |t| (i, t)))
-        .collect();
-    for chunk in all.chunks(BATCH_TURNS) {
-        batch.clear();
-        batch.par_extend(chunk.par_iter().map(|(i, t)| (*i, prepare(t))));
-        gatekeeper.store().write(|view| -> Result<(), crate::Error> {
-            let mut current: Option<(usize, u32, crate::store::records::SessionRecord)> = None;
-            for (i, turn) in batch.drain(..) {
-                if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
-                    if let Some((_, id, record)) = current.take() {
-                        view.put_session(id, &record)?;
-                    }
-                    let (name, title) = &names[i];
-                    let (id, mut record) = ingest::session_for_write(view, name)?;
-                    if record.source.is_none() {
-                        record.source = Some(source.to_string());
-                        record.title.clone_from(title);
-                    }
-                    current = Some((i, id, record));
-                }
-                if let Some((_, id, record)) = current.as_mut() {
-                    ingest::append_turn(view, *id, record, turn)?;
-                }
-            }
-            if let Some((_, id, record)) = current.take() {
-                view.put_session(id, &record)?;
-            }
-            view.fold()?;
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-fn prepare(turn: &ParsedTurn) -> PreparedTurn {
-    let tools = turn
-        .tools
-        .iter()
-        .map(|t| ToolRecord {
-            name: t.name.clone(),
-            call_id: t.call_id.clone(),
-            arguments: t.arguments.clone(),
-            result_bytes: t.result_bytes,
-        })
-        .collect();
-    PreparedTurn::new(turn.user.clone(), turn.assistant.clone(), turn.time.clone(), tools)
 }
 
 /// 1-based line of a byte offset.

@@ -41,7 +41,9 @@ pub struct CorruptChunk {
     pub offset: usize,
 }
 
-/// Encodes postings (ascending, distinct turns) as one chunk.
+/// Encodes postings (ascending, distinct turns) as one chunk in one go: the reference the
+/// tests hold [`ChunkBuilder`] to.
+#[cfg(test)]
 pub fn encode(postings: &[Posting]) -> Vec<u8> {
     let mut body = Vec::with_capacity(postings.len() * 6);
     let mut previous = 0;
@@ -53,22 +55,50 @@ pub fn encode(postings: &[Posting]) -> Vec<u8> {
     with_header(postings.len() as u32, previous, &body)
 }
 
-/// Appends `posting` (whose turn is greater than every turn in the chunk) to an encoded chunk.
-/// Returns `None` if the chunk is full.
-pub fn append(chunk: &[u8], posting: &Posting) -> Result<Option<Vec<u8>>, CorruptChunk> {
-    let mut reader = Reader::new(chunk);
-    let count = reader.varint()?;
-    let last_turn = reader.varint()?;
-    if count >= CHUNK_CAPACITY {
-        return Ok(None);
+/// Builds chunks by appending postings in turn order: the tail chunk of a list is parsed once
+/// and extended in place, however many postings a fold adds to it.
+#[derive(Debug, Default)]
+pub struct ChunkBuilder {
+    count: u32,
+    last_turn: u32,
+    body: Vec<u8>,
+}
+
+impl ChunkBuilder {
+    /// An empty chunk.
+    pub fn new() -> Self {
+        Self::default()
     }
-    if count > 0 && posting.turn <= last_turn {
-        return Err(CorruptChunk { offset: 0 });
+
+    /// Continues an encoded chunk.
+    pub fn from_chunk(chunk: &[u8]) -> Result<Self, CorruptChunk> {
+        let mut reader = Reader::new(chunk);
+        let count = reader.varint()?;
+        let last_turn = reader.varint()?;
+        Ok(ChunkBuilder { count, last_turn, body: reader.rest().to_vec() })
     }
-    let delta = if count == 0 { posting.turn } else { posting.turn - last_turn };
-    let mut body = reader.rest().to_vec();
-    encode_posting(&mut body, delta, posting);
-    Ok(Some(with_header(count + 1, posting.turn, &body)))
+
+    /// True when the chunk holds [`CHUNK_CAPACITY`] postings.
+    pub fn is_full(&self) -> bool {
+        self.count >= CHUNK_CAPACITY
+    }
+
+    /// Appends a posting whose turn is after every turn in the chunk.
+    pub fn push(&mut self, posting: &Posting) -> Result<(), CorruptChunk> {
+        if self.count > 0 && posting.turn <= self.last_turn {
+            return Err(CorruptChunk { offset: 0 });
+        }
+        let delta = if self.count == 0 { posting.turn } else { posting.turn - self.last_turn };
+        encode_posting(&mut self.body, delta, posting);
+        self.count += 1;
+        self.last_turn = posting.turn;
+        Ok(())
+    }
+
+    /// The encoded chunk.
+    pub fn finish(&self) -> Vec<u8> {
+        with_header(self.count, self.last_turn, &self.body)
+    }
 }
 
 /// Decodes a chunk, calling `emit` for each posting in turn order.
@@ -213,27 +243,33 @@ mod tests {
     }
 
     #[test]
-    fn append_equals_encode() {
+    fn push_equals_encode() {
         let postings: Vec<Posting> = [3, 4, 90, 1000, 70_000].iter().map(|&t| posting(t, t % 3)).collect();
-        let mut chunk = encode(&[]);
+        let mut builder = ChunkBuilder::new();
         for p in &postings {
-            chunk = append(&chunk, p).unwrap().unwrap();
+            builder.push(p).unwrap();
         }
-        assert_eq!(chunk, encode(&postings));
-        assert_eq!(decode_all(&chunk), postings);
+        assert_eq!(builder.finish(), encode(&postings));
+        assert_eq!(decode_all(&builder.finish()), postings);
     }
 
     #[test]
-    fn full_chunk_refuses_append() {
+    fn builder_continues_a_chunk() {
+        let postings: Vec<Posting> = [5, 9, 200, 201].iter().map(|&t| posting(t, 2)).collect();
+        let mut builder = ChunkBuilder::from_chunk(&encode(&postings[..2])).unwrap();
+        for p in &postings[2..] {
+            builder.push(p).unwrap();
+        }
+        assert_eq!(builder.finish(), encode(&postings));
+        assert!(builder.push(&posting(201, 1)).is_err(), "turns must increase");
+        assert!(!builder.is_full());
+    }
+
+    #[test]
+    fn a_chunk_fills_at_capacity() {
         let postings: Vec<Posting> = (0..CHUNK_CAPACITY).map(|t| posting(t, 1)).collect();
-        let chunk = encode(&postings);
-        assert_eq!(append(&chunk, &posting(CHUNK_CAPACITY, 1)).unwrap(), None);
-    }
-
-    #[test]
-    fn out_of_order_append_is_an_error() {
-        let chunk = encode(&[posting(10, 1)]);
-        assert!(append(&chunk, &posting(10, 1)).is_err());
+        let builder = ChunkBuilder::from_chunk(&encode(&postings)).unwrap();
+        assert!(builder.is_full());
     }
 
     #[test]

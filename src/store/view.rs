@@ -9,6 +9,7 @@ use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::{FOLD_BATCH, META_KEY, format};
+use rayon::slice::ParallelSliceMut;
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -363,7 +364,7 @@ impl View<WriteSource<'_>> {
                 all.push((hash, session, posting));
             }
         }
-        all.sort_unstable_by_key(|(hash, session, p)| (*hash, *session, p.turn));
+        all.par_sort_unstable_by_key(|(hash, session, p)| (*hash, *session, p.turn));
         let mut lists = 0usize;
         let mut start = 0;
         while start < all.len() {
@@ -410,23 +411,24 @@ impl View<WriteSource<'_>> {
         let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
         let tail = self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
             let (_, _, chunk) = keys::split_posting_key(k.value());
-            (chunk, v.value().to_vec())
+            (chunk, postings::ChunkBuilder::from_chunk(v.value()))
         });
-        let (mut chunk_no, mut chunk) = tail.unwrap_or_else(|| (0, postings::encode(&[])));
+        let what = |chunk_no: u32| format!("posting chunk {hash:x}/{session}/{chunk_no}");
+        let (mut chunk_no, mut chunk) = match tail {
+            Some((no, builder)) => (no, builder.map_err(|e| corrupt(what(no), e))?),
+            None => (0, postings::ChunkBuilder::new()),
+        };
         for posting in list {
-            let what = || format!("posting chunk {hash:x}/{session}/{chunk_no}");
-            match postings::append(&chunk, posting).map_err(|e| corrupt(what(), e))? {
-                Some(next) => chunk = next,
-                None => {
-                    self.tables
-                        .postings
-                        .insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
-                    chunk_no += 1;
-                    chunk = postings::encode(std::slice::from_ref(posting));
-                }
+            if chunk.is_full() {
+                self.tables
+                    .postings
+                    .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
+                chunk_no += 1;
+                chunk = postings::ChunkBuilder::new();
             }
+            chunk.push(posting).map_err(|e| corrupt(what(chunk_no), e))?;
         }
-        self.tables.postings.insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
+        self.tables.postings.insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
         Ok(())
     }
 

@@ -1,0 +1,115 @@
+//! Writing imported turns: batches of [`BATCH_TURNS`] turns, one transaction each.
+//!
+//! Anchor extraction of the next batch runs on the rayon pool while the current batch is
+//! written (gate, store, fold, commit on one thread), so both cores work.
+
+use super::turns::ParsedTurn;
+use crate::gatekeeper::Gatekeeper;
+use crate::ingest::{self, PreparedTurn};
+use crate::store::records::{SessionRecord, ToolRecord};
+use rayon::prelude::*;
+use std::time::{Duration, Instant};
+
+/// Turns written per transaction. A crash loses at most the batch being written; importing the
+/// file again resumes after the turns already in the index.
+pub const BATCH_TURNS: usize = 8192;
+
+/// A batch of turns, each with the index of its session in [`Writer::sessions`].
+pub type Batch = Vec<(usize, ParsedTurn)>;
+
+/// Writes the turns of one file.
+pub struct Writer<'g> {
+    gatekeeper: &'g Gatekeeper,
+    source: String,
+    /// `(name, title)` of each session the batches refer to.
+    sessions: Vec<(String, Option<String>)>,
+}
+
+impl<'g> Writer<'g> {
+    /// A writer for turns read from `source` into `sessions`.
+    pub fn new(gatekeeper: &'g Gatekeeper, source: String, sessions: Vec<(String, Option<String>)>) -> Self {
+        Writer { gatekeeper, source, sessions }
+    }
+
+    /// Writes every batch, extracting the next batch's anchors while the current one is written.
+    pub fn write_all<I>(&self, batches: I) -> Result<(), crate::Error>
+    where
+        I: Iterator<Item = Result<Batch, crate::Error>> + Send,
+    {
+        let mut batches = batches;
+        let mut current = match batches.next() {
+            Some(batch) => prepare(batch?),
+            None => return Ok(()),
+        };
+        loop {
+            let (next, written) = rayon::join(
+                || batches.next().map(|b| b.map(prepare)),
+                || self.write_batch(std::mem::take(&mut current)),
+            );
+            written?;
+            match next {
+                Some(batch) => current = batch?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn write_batch(&self, batch: Vec<(usize, PreparedTurn)>) -> Result<(), crate::Error> {
+        let started = Instant::now();
+        let turns = batch.len();
+        let mut fold_time = Duration::ZERO;
+        self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
+            let mut current: Option<(usize, u32, SessionRecord)> = None;
+            for (i, turn) in batch {
+                if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
+                    if let Some((_, id, record)) = current.take() {
+                        view.put_session(id, &record)?;
+                    }
+                    let (name, title) = &self.sessions[i];
+                    let (id, mut record) = ingest::session_for_write(view, name)?;
+                    if record.source.is_none() {
+                        record.source = Some(self.source.clone());
+                        record.title.clone_from(title);
+                    }
+                    current = Some((i, id, record));
+                }
+                if let Some((_, id, record)) = current.as_mut() {
+                    ingest::append_turn(view, *id, record, turn)?;
+                }
+            }
+            if let Some((_, id, record)) = current.take() {
+                view.put_session(id, &record)?;
+            }
+            let fold_started = Instant::now();
+            view.fold()?;
+            fold_time = fold_started.elapsed();
+            Ok(())
+        })?;
+        log::debug!(
+            "wrote {turns} turns in {:.0} ms (fold {:.0} ms)",
+            started.elapsed().as_secs_f64() * 1e3,
+            fold_time.as_secs_f64() * 1e3
+        );
+        Ok(())
+    }
+}
+
+/// Extracts the anchors of a batch in parallel.
+fn prepare(batch: Batch) -> Vec<(usize, PreparedTurn)> {
+    batch
+        .into_par_iter()
+        .map(|(i, turn)| {
+            let tools = turn
+                .tools
+                .into_iter()
+                .map(|t| ToolRecord {
+                    name: t.name,
+                    call_id: t.call_id,
+                    arguments: t.arguments,
+                    result_bytes: t.result_bytes,
+                })
+                .collect();
+            (i, PreparedTurn::new(turn.user, turn.assistant, turn.time, tools))
+        })
+        .collect()
+}
