@@ -85,6 +85,13 @@ pub fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, 
 
 /// Parses and checks one line.
 pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
+    // Fast path: a well-formed line deserializes directly; only a bad one is examined field by
+    // field for a precise message.
+    if let Ok(line) = serde_json::from_str::<Line>(raw)
+        && !line.session.trim().is_empty()
+    {
+        return Ok(line);
+    }
     let value: serde_json::Value = serde_json::from_str(raw).map_err(|e| Error::json(path, line_no, e))?;
     if !value.is_object() {
         return Err(Error::shape(

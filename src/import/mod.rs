@@ -25,6 +25,7 @@ mod jsonl;
 mod openai;
 mod records;
 mod sharegpt;
+mod stream;
 pub mod turns;
 mod writer;
 
@@ -221,6 +222,33 @@ pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
     sniff_line(&first).ok_or_else(unknown)
 }
 
+/// Detects a file's format from its beginning; a JSON document whose first element is longer
+/// than the beginning read is read whole.
+fn detect_from_head(path: &Path) -> Result<Format, Error> {
+    use std::io::Read;
+    const HEAD_BYTES: u64 = 256 * 1024;
+    let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let mut head = Vec::new();
+    std::fs::File::open(path).map_err(io)?.take(HEAD_BYTES).read_to_end(&mut head).map_err(io)?;
+    // Cut at the last newline so a multi-byte character or a line is not split.
+    let complete = head.len() < HEAD_BYTES as usize;
+    let end = if complete { head.len() } else { head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) };
+    let text = std::str::from_utf8(&head[..end]).map_err(|e| Error::Shape {
+        path: path.to_path_buf(),
+        at: error::Location::Line(line_of_offset(&head, e.valid_up_to())),
+        what: "not valid UTF-8".into(),
+    })?;
+    match detect(path, text) {
+        Err(Error::UnknownFormat { .. })
+            if !complete && text.trim_start_matches('\u{feff}').trim_start().starts_with('[') =>
+        {
+            let whole = std::fs::read(path).map_err(io)?;
+            detect(path, &String::from_utf8_lossy(&whole))
+        }
+        other => other,
+    }
+}
+
 /// The first element of a JSON array, read without parsing the rest: detection of a large
 /// export costs one element, and a syntax error further on is left for the parser, which
 /// reports it with its line.
@@ -339,16 +367,20 @@ fn import_file(
     options: &ImportOptions,
     offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport, crate::Error> {
+    let format = match options.format {
+        Format::Auto => detect_from_head(path)?,
+        given => given,
+    };
+    if format == Format::Jsonl {
+        // The canonical format is streamed: memory stays bounded by one batch.
+        return stream::import(gatekeeper, path, options.session.as_deref(), options.skip_invalid, offsets);
+    }
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
     let text = String::from_utf8(bytes).map_err(|e| Error::Shape {
         path: path.to_path_buf(),
         at: error::Location::Line(line_of_offset(e.as_bytes(), e.utf8_error().valid_up_to())),
         what: "not valid UTF-8".into(),
     })?;
-    let format = match options.format {
-        Format::Auto => detect(path, &text)?,
-        given => given,
-    };
     let parsed = formats::parse(format, path, &text, options.skip_invalid)?;
     drop(text);
     let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
