@@ -1,0 +1,130 @@
+//! The dev data: conversations (one turn per line) and gate tasks, read from their paths.
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// One line of `conversations/<set>.jsonl`; other fields (`topic`) are ignored.
+#[derive(Debug, Deserialize)]
+struct TurnLine {
+    session: String,
+    turn: u32,
+    user: String,
+    assistant: String,
+}
+
+/// One turn's texts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// The user's text.
+    pub user: String,
+    /// The assistant's text.
+    pub assistant: String,
+}
+
+/// Every turn of a set, by session, in turn order.
+#[derive(Debug, Default)]
+pub struct Conversations {
+    /// Turns of each session; the index is the turn number.
+    pub sessions: HashMap<String, Vec<Turn>>,
+}
+
+impl Conversations {
+    /// Reads a conversations file, checking that each session's turns come in order from 0.
+    pub fn read(path: &Path) -> Result<Conversations> {
+        let mut conversations = Conversations::default();
+        for_each_line(path, |line_no, line: TurnLine| {
+            let turns = conversations.sessions.entry(line.session.clone()).or_default();
+            if line.turn as usize != turns.len() {
+                bail!(
+                    "{}:{line_no}: turn {} of session {:?} where turn {} was expected",
+                    path.display(),
+                    line.turn,
+                    line.session,
+                    turns.len()
+                );
+            }
+            turns.push(Turn { user: line.user, assistant: line.assistant });
+            Ok(())
+        })?;
+        Ok(conversations)
+    }
+
+    /// All turns of all sessions.
+    pub fn turns(&self) -> impl Iterator<Item = &Turn> {
+        self.sessions.values().flatten()
+    }
+
+    /// The number of turns.
+    pub fn turn_count(&self) -> usize {
+        self.sessions.values().map(Vec::len).sum()
+    }
+
+    /// Turn `turn` of `session`, if there is one.
+    pub fn turn(&self, session: &str, turn: u32) -> Option<&Turn> {
+        self.sessions.get(session)?.get(turn as usize)
+    }
+}
+
+/// The expected gate answer of a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expected {
+    /// The query continues the topic of the history.
+    Continue,
+    /// The query moves to another topic.
+    Switch,
+}
+
+/// One line of `gate/<set>.jsonl`: is `query`, after turns `0..upto_turn`, a switch?
+#[derive(Debug, Clone, Deserialize)]
+pub struct Task {
+    /// The session whose history is replayed.
+    pub session: String,
+    /// The history is turns `0..upto_turn`; the query is turn `upto_turn`'s user text.
+    pub upto_turn: u32,
+    /// The new user message.
+    pub query: String,
+    /// The labelled answer.
+    pub expected: Expected,
+}
+
+impl Task {
+    /// Reads a tasks file, checking each task's history against `conversations`: the session
+    /// exists, has at least one turn before the query, and enough turns.
+    pub fn read_all(path: &Path, conversations: &Conversations) -> Result<Vec<Task>> {
+        let mut tasks = Vec::new();
+        for_each_line(path, |line_no, task: Task| {
+            let turns = conversations.sessions.get(&task.session).map_or(0, Vec::len);
+            if task.upto_turn == 0 || task.upto_turn as usize > turns {
+                bail!(
+                    "{}:{line_no}: upto_turn {} but session {:?} has {turns} turns in the conversations file",
+                    path.display(),
+                    task.upto_turn,
+                    task.session
+                );
+            }
+            tasks.push(task);
+            Ok(())
+        })?;
+        Ok(tasks)
+    }
+}
+
+fn for_each_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(u64, T) -> Result<()>,
+) -> Result<()> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    for (number, raw) in text.lines().enumerate() {
+        let line_no = number as u64 + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let value = serde_json::from_str(raw)
+            .with_context(|| format!("{}:{line_no}: invalid line", path.display()))?;
+        each(line_no, value)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! `eval`: measures ctxgate's topic gate on labelled dialogue data.
+//!
+//! For each set it imports the conversations into one fresh index (all sessions, like a
+//! long-lived index), asks the gate every task as of its history, and compares the answers
+//! with the labels, beside two baselines computed in the same run: always continue, and the
+//! previous-turn overlap at its best threshold on the set. The data is read from its paths,
+//! never copied.
+//!
+//! ```text
+//! cargo run --release -p eval -- --dev-dir ../shared/eval-dev
+//! cargo run --release -p eval -- --conversations c.jsonl --tasks t.jsonl --name crosswoz --json
+//! ```
+
+mod baseline;
+mod data;
+mod metrics;
+mod report;
+mod topic_gate;
+
+use anyhow::{Context, Result};
+use clap::{ArgGroup, Parser};
+use data::{Conversations, Task};
+use metrics::Confusion;
+use report::{MethodResult, Report, SetResult};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The sets of the dev directory, as `conversations/<set>.jsonl` and `gate/<set>.jsonl`.
+const DEV_SETS: [&str; 4] = ["crosswoz", "multiwoz", "kdconv-spliced", "multiwoz-spliced"];
+
+/// Measure ctxgate's topic gate against labelled continue/switch tasks.
+#[derive(Debug, Parser)]
+#[command(name = "eval", group(ArgGroup::new("input").required(true).args(["dev_dir", "conversations"])))]
+struct Args {
+    /// Conversations file: one turn per line, {"session","turn","user","assistant"}.
+    #[arg(long, requires = "tasks", conflicts_with = "dev_dir")]
+    conversations: Option<PathBuf>,
+    /// Gate tasks file: {"session","upto_turn","query","expected"} per line.
+    #[arg(long, requires = "conversations", conflicts_with = "dev_dir")]
+    tasks: Option<PathBuf>,
+    /// Name of the set in the output (default: the tasks file's stem).
+    #[arg(long, requires = "tasks")]
+    name: Option<String>,
+    /// Run every set of a dev directory (conversations/<set>.jsonl, gate/<set>.jsonl):
+    /// crosswoz, multiwoz, kdconv-spliced, multiwoz-spliced.
+    #[arg(long)]
+    dev_dir: Option<PathBuf>,
+    /// Print the results as one JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A set to evaluate.
+struct SetPaths {
+    name: String,
+    conversations: PathBuf,
+    tasks: PathBuf,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let started = Instant::now();
+    let sets = match (&args.dev_dir, &args.conversations, &args.tasks) {
+        (Some(dir), _, _) => DEV_SETS
+            .iter()
+            .map(|name| SetPaths {
+                name: name.to_string(),
+                conversations: dir.join("conversations").join(format!("{name}.jsonl")),
+                tasks: dir.join("gate").join(format!("{name}.jsonl")),
+            })
+            .collect(),
+        (None, Some(conversations), Some(tasks)) => vec![SetPaths {
+            name: args.name.clone().unwrap_or_else(|| stem(tasks)),
+            conversations: conversations.clone(),
+            tasks: tasks.clone(),
+        }],
+        _ => unreachable!("clap requires --dev-dir or both --conversations and --tasks"),
+    };
+    let mut results = Vec::new();
+    for set in &sets {
+        eprintln!("eval: {} ...", set.name);
+        results.push(evaluate(set).with_context(|| format!("set {}", set.name))?);
+    }
+    let report = Report { sets: results, total_seconds: started.elapsed().as_secs_f64() };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(())
+}
+
+fn stem(path: &Path) -> String {
+    path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+fn evaluate(set: &SetPaths) -> Result<SetResult> {
+    let conversations = Conversations::read(&set.conversations)?;
+    let tasks = Task::read_all(&set.tasks, &conversations)?;
+    let mismatched = tasks
+        .iter()
+        .filter(|t| conversations.turn(&t.session, t.upto_turn).is_some_and(|turn| turn.user != t.query))
+        .count();
+    if mismatched > 0 {
+        eprintln!(
+            "eval: {}: {mismatched} tasks whose query is not the user text of turn upto_turn",
+            set.name
+        );
+    }
+
+    let gate = topic_gate::run(&set.conversations, &tasks)?;
+    if gate.imported_turns != conversations.turn_count() as u64 {
+        eprintln!(
+            "eval: {}: imported {} turns but the file has {}",
+            set.name,
+            gate.imported_turns,
+            conversations.turn_count()
+        );
+    }
+
+    let started = Instant::now();
+    let mut always_continue = Confusion::default();
+    for task in &tasks {
+        always_continue.record(task.expected == data::Expected::Switch, false);
+    }
+    let scored = baseline::score(&conversations, &tasks);
+    let (threshold, overlap) = baseline::best_threshold(&scored);
+    let baseline_seconds = started.elapsed().as_secs_f64();
+
+    let methods = vec![
+        MethodResult { method: "ctxgate", threshold: None, summary: gate.confusion.summary() },
+        MethodResult { method: "always-continue", threshold: None, summary: always_continue.summary() },
+        MethodResult {
+            method: "previous-turn-overlap",
+            threshold: Some(threshold),
+            summary: overlap.summary(),
+        },
+    ];
+    Ok(SetResult {
+        name: set.name.clone(),
+        conversations: set.conversations.clone(),
+        tasks_file: set.tasks.clone(),
+        imported_turns: gate.imported_turns,
+        tasks: gate.confusion.tasks(),
+        switches: gate.confusion.expected_switches(),
+        methods,
+        branches: gate.branches,
+        branch_mismatches: gate.branch_mismatches,
+        import_seconds: gate.import_seconds,
+        gate_seconds: gate.gate_seconds,
+        baseline_seconds,
+    })
+}
