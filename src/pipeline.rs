@@ -72,7 +72,11 @@ fn decide<S: Source>(
         Some(s) if as_of > 0 => topic_window(view, s, as_of)?,
         _ => Vec::new(),
     };
-    Ok(gate::decide(text, weights, |hash| window.iter().any(|turn| turn.contains(hash))))
+    // Framing words say how a question is asked; they are evidence of neither topic.
+    let framing = anchor::framing_hashes(text, anchor_hash);
+    let weights: Vec<(u64, f64)> =
+        weights.iter().copied().filter(|(hash, _)| framing.binary_search(hash).is_err()).collect();
+    Ok(gate::decide(text, &weights, |hash| window.iter().any(|turn| turn.contains(hash))))
 }
 
 /// One turn of the topic window `A(T)`: its anchor hashes, sorted.

@@ -87,6 +87,21 @@ pub fn extract(text: &str) -> AnchorCounts {
     AnchorCounts::from_pairs(pairs)
 }
 
+/// Hashes of the anchors of `text` that are framing words ([`is_framing_word`]) or CJK n-grams
+/// touching one ([`cjk_framing_ngrams`]), sorted: how the text asks, not what it is about.
+pub fn framing_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    word::for_each_word(text, |w| {
+        if is_framing_word(w) {
+            out.push(hash(w));
+        }
+    });
+    out.extend(cjk_framing_ngrams(text).iter().map(|g| hash(g)));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// One anchor as the index stores it: its hash, term frequency and whether it is a CJK n-gram
 /// (the kind the IDF floor applies to).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +211,18 @@ mod tests {
                 .collect();
             expected.sort_unstable_by_key(|a| a.hash);
             assert_eq!(extract_hashed(text, hash), expected, "anchors of {text:?}");
+        }
+    }
+
+    #[test]
+    fn framing_hashes_are_the_phrasing() {
+        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
+        let framing = framing_hashes("Thanks! 请问一下分布式锁怎么续期? any suggestion for redis", hash);
+        for word in ["thanks", "suggestion", "请问", "一下", "怎么", "下分", "锁怎"] {
+            assert!(framing.binary_search(&hash(word)).is_ok(), "{word} is framing");
+        }
+        for word in ["redis", "分布", "分布式", "续期"] {
+            assert!(framing.binary_search(&hash(word)).is_err(), "{word} names the topic");
         }
     }
 
