@@ -84,6 +84,9 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     if global.json { output::print_json(&report) } else { output::print_text(&describe(&report)) }
 }
 
+/// Sessions listed per file in the human summary.
+const SESSIONS_SHOWN: usize = 20;
+
 fn describe(report: &ImportReport) -> String {
     let mut out = String::new();
     for file in &report.files {
