@@ -99,13 +99,17 @@ fn describe(report: &ImportReport) -> String {
             file.existing_turns,
             file.skipped.len()
         );
-        for s in &file.sessions {
+        for s in file.sessions.iter().take(SESSIONS_SHOWN) {
             let held = if s.held_back > 0 { ", last turn held back until its reply is logged" } else { "" };
             let _ = writeln!(
                 out,
                 "  {}: {} new, {} already there{held}",
                 s.session, s.new_turns, s.existing_turns
             );
+        }
+        if file.sessions.len() > SESSIONS_SHOWN {
+            let more = file.sessions.len() - SESSIONS_SHOWN;
+            let _ = writeln!(out, "  … and {more} more sessions (--json lists them all)");
         }
         for skip in &file.skipped {
             let _ = writeln!(out, "  skipped line {}: {}", skip.line, skip.reason);
