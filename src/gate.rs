@@ -102,7 +102,9 @@ static ENGLISH_TERM: LazyLock<Regex> =
 /// content words: they have the length but identify no topic.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContentWords {
-    /// English terms of at least 4 letters, not stop words.
+    /// English terms of at least 4 letters, not stop words, and identifiers of at least 4
+    /// characters (`acquire_lock`, `utf8mb4`): DESIGN §3.3's pattern `\b[a-z]{4,}\b` misses
+    /// identifiers, which name a developer conversation's topic better than any word.
     pub terms: Vec<String>,
     /// Version numbers such as `v1.2.3`.
     pub versions: Vec<String>,
@@ -123,6 +125,15 @@ impl ContentWords {
                 push_unique(&mut words.terms, term);
             }
         }
+        crate::anchor::for_each_word(&lower, |word| {
+            let is_identifier = word.chars().any(|c| c.is_ascii_digit() || c == '_');
+            if is_identifier
+                && word.chars().count() >= CONTENT_WORD_MIN_CHARS
+                && word.chars().any(char::is_alphabetic)
+            {
+                push_unique(&mut words.terms, word);
+            }
+        });
         for m in VERSION.find_iter(&lower) {
             push_unique(&mut words.versions, m.as_str().trim_start_matches('v'));
         }
@@ -141,6 +152,21 @@ impl ContentWords {
     /// True if the query has no content word.
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty() && self.versions.is_empty() && self.cjk.is_empty()
+    }
+
+    /// True if some content words can only be found in a block's text (versions, CJK words);
+    /// otherwise [`ContentWords::term_mask`] decides alone.
+    pub fn needs_text(&self) -> bool {
+        !self.versions.is_empty() || !self.cjk.is_empty()
+    }
+
+    /// The query anchors (bit `i` = anchor `i` of `anchors`) that are content terms: a block
+    /// whose recall match includes one of them is admitted without reading its text.
+    pub fn term_mask<'a>(&self, anchors: impl Iterator<Item = &'a str>) -> u64 {
+        anchors
+            .enumerate()
+            .filter(|(_, a)| self.terms.iter().any(|t| t == a))
+            .fold(0, |mask, (i, _)| mask | (1u64 << i))
     }
 
     /// True if `text` contains at least one of the content words.
@@ -255,7 +281,11 @@ mod tests {
         assert!(ContentWords::of("what with that them").is_empty());
         assert!(ContentWords::of("problem: suggest something better").is_empty());
         assert!(ContentWords::of("请问一下怎么解决").is_empty());
-        assert!(ContentWords::of("snake_case2 go").is_empty());
+        assert_eq!(
+            ContentWords::of("fix acquire_lock in utf8mb4 ab_1").terms,
+            ["acquire_lock", "utf8mb4", "ab_1"]
+        );
+        assert!(ContentWords::of("v2 ab_ x1").is_empty(), "identifiers shorter than 4 characters");
     }
 
     #[test]

@@ -13,6 +13,9 @@ use crate::store::records::{ForwardRecord, SessionRecord};
 use crate::store::{Source, View, anchor_hash};
 use crate::tokens::TokenEstimator;
 
+/// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
+pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;
+
 /// DESIGN §3.2: the topic `A(T)` is the anchors of the current segment's latest turns, at most
 /// this many. A long segment drifts; its latest turns are what a follow-up refers to.
 pub const GATE_WINDOW_TURNS: u32 = 8;
@@ -179,28 +182,40 @@ pub fn select<S: Source>(
 ) -> Result<Outcome> {
     let Gated { query, decision } = gate(view, Some(session), params.as_of, text)?;
     let switch = decision.topic == Topic::Switch;
-    let postings = session_postings(view, session.id, &query, params.as_of)?;
-    let focus = focus_anchors(&query, text, &postings);
+    // Framing words identify nothing: their (long) posting lists are not read at all.
+    let scored = query.full_mask() & !framing_mask(&query, text);
+    let postings = session_postings(view, session.id, &query, scored, params.as_of)?;
+    let focus = focus_anchors(&query, &postings);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
-    let candidates = recall::score(&query, &postings, &recall_context(view, params.as_of));
+    let context = recall_context(view, params.as_of);
+    let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context));
     let content_words = switch.then(|| ContentWords::of(text));
+    let content_terms =
+        content_words.as_ref().map_or(0, |w| w.term_mask(query.anchors().iter().map(|a| a.text.as_str())));
 
     // The top RECALL_LIMIT candidates that pass the content-word filter and (for `minimal`)
-    // hold a focus anchor, pruned.
-    let admitted = |c: &&recall::Candidate| params.policy == Policy::Fill || c.matched & focus != 0;
+    // hold a focus anchor, pruned. At most MAX_SCANNED are looked at: past them a turn is too
+    // weak to matter, and a query whose candidates all fail the filter stays fast.
+    let admitted = |c: &recall::Candidate| params.policy == Policy::Fill || c.matched & focus != 0;
     let mut offers = Vec::new();
     let mut pruned = Vec::new();
     let mut recalled = 0;
-    for candidate in candidates.iter().filter(admitted) {
+    for candidate in candidates.take(MAX_SCANNED).filter(admitted) {
         if recalled == RECALL_LIMIT {
             break;
         }
+        if let Some(words) = &content_words
+            && candidate.matched & content_terms == 0
+            && !words.needs_text()
+        {
+            continue; // no content word: score 0 (DESIGN §3.3)
+        }
         let Some(turn) = view.turn_record(session.id, candidate.turn)? else { continue };
-        if let Some(words) = &content_words {
-            let admitted = words.admits(&turn.user) || words.admits(&turn.assistant);
-            if !admitted {
-                continue; // score 0: filtered (DESIGN §3.3)
-            }
+        if let Some(words) = &content_words
+            && candidate.matched & content_terms == 0
+            && !(words.admits(&turn.user) || words.admits(&turn.assistant))
+        {
+            continue;
         }
         recalled += 1;
         let prune_by = if candidate.matched & focus != 0 { focus } else { query.full_mask() };
@@ -237,16 +252,22 @@ pub fn select<S: Source>(
     Ok(Outcome { query, decision, blocks, used_tokens, covered })
 }
 
-/// The postings of each query anchor in the session's turns `0..as_of`, folded and pending.
+/// The postings of each query anchor in `wanted` (others get an empty list) in the session's
+/// turns `0..as_of`, folded and pending.
 fn session_postings<S: Source>(
     view: &View<S>,
     session: u32,
     query: &QueryAnchors,
+    wanted: u64,
     as_of: u32,
 ) -> Result<Vec<Vec<Posting>>> {
     let mut postings: Vec<Vec<Posting>> = Vec::with_capacity(query.len());
-    for anchor in query.anchors() {
+    for (i, anchor) in query.anchors().iter().enumerate() {
         let mut list = Vec::new();
+        if wanted & (1u64 << i) == 0 {
+            postings.push(list);
+            continue;
+        }
         view.session_postings(anchor.hash, session, |p| {
             if p.turn < as_of {
                 list.push(p);
@@ -291,10 +312,9 @@ fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {
 /// buying coverage of them is how off-topic fragments get selected. The mean is a statistic of
 /// the query itself, not a tuned constant. Empty when nothing qualifies: `minimal` then selects
 /// nothing, since what the history shares with the query is phrasing, not evidence.
-fn focus_anchors(query: &QueryAnchors, text: &str, postings: &[Vec<Posting>]) -> u64 {
-    let framing = framing_mask(query, text);
-    let eligible: Vec<usize> =
-        (0..query.len()).filter(|&i| !postings[i].is_empty() && framing & (1u64 << i) == 0).collect();
+fn focus_anchors(query: &QueryAnchors, postings: &[Vec<Posting>]) -> u64 {
+    // Framing anchors have no postings here (they are not read), so they never qualify.
+    let eligible: Vec<usize> = (0..query.len()).filter(|&i| !postings[i].is_empty()).collect();
     if eligible.is_empty() {
         return 0;
     }

@@ -53,49 +53,106 @@ pub struct Candidate {
     pub matched: u64,
 }
 
+/// Turns scored together in one dense block of sums: bounds memory by the block, not by the
+/// history, and gives rayon independent pieces of work.
+const SCORE_BLOCK_TURNS: u32 = 4096;
+
 /// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
-/// each sorted by turn). Returns candidates ranked by score descending, then turn ascending.
-pub fn score(query: &QueryAnchors, postings: &[Vec<Posting>], context: &RecallContext) -> Vec<Candidate> {
-    let upper_bound: f64 = query.anchors().iter().map(|a| a.idf * (BM25_K1 + 1.0)).sum();
+/// each sorted by turn). Returns the candidates in turn order; [`Ranking`] orders them.
+///
+/// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
+/// contributions are added in anchor order, so the sums do not depend on the thread count.
+///
+/// Only the anchors in `scored` count (framing words are left out): the upper bound that
+/// normalizes `lex` sums their IDF, and `exact` means the block has all of them.
+pub fn score(
+    query: &QueryAnchors,
+    postings: &[Vec<Posting>],
+    scored: u64,
+    context: &RecallContext,
+) -> Vec<Candidate> {
+    let upper_bound: f64 = query.idf_of(scored) * (BM25_K1 + 1.0);
+    let Some(last_turn) = postings.iter().filter_map(|list| list.last()).map(|p| p.turn).max() else {
+        return Vec::new();
+    };
     if upper_bound <= 0.0 {
         return Vec::new();
     }
-    // (turn, anchor index, user contribution, assistant contribution), scored in parallel.
-    let mut hits: Vec<(u32, u8, f64, f64)> = postings
+    let full = scored;
+    let blocks: Vec<u32> = (0..=last_turn / SCORE_BLOCK_TURNS).collect();
+    let per_block: Vec<Vec<Candidate>> = blocks
         .par_iter()
-        .zip(query.anchors().par_iter())
-        .enumerate()
-        .flat_map_iter(|(index, (list, anchor))| {
-            list.iter().map(move |p| {
-                let user = bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
-                let assistant = bm25(anchor.idf, p.tf_assistant, p.len_assistant, context.avg_len_assistant);
-                (p.turn, index as u8, user, assistant)
-            })
+        .map(|&block| {
+            let low = block * SCORE_BLOCK_TURNS;
+            let high = low.saturating_add(SCORE_BLOCK_TURNS);
+            let size = SCORE_BLOCK_TURNS as usize;
+            let (mut user, mut assistant, mut matched) = (vec![0.0; size], vec![0.0; size], vec![0u64; size]);
+            for (index, (list, anchor)) in postings.iter().zip(query.anchors()).enumerate() {
+                let start = list.partition_point(|p| p.turn < low);
+                for p in list[start..].iter().take_while(|p| p.turn < high) {
+                    let k = (p.turn - low) as usize;
+                    user[k] += bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
+                    assistant[k] +=
+                        bm25(anchor.idf, p.tf_assistant, p.len_assistant, context.avg_len_assistant);
+                    matched[k] |= 1u64 << index;
+                }
+            }
+            (0..size)
+                .filter(|&k| matched[k] != 0)
+                .map(|k| {
+                    let turn = low + k as u32;
+                    let exact = if matched[k] == full { 1.0 } else { 0.0 };
+                    let score = WEIGHT_USER * user[k] / upper_bound
+                        + WEIGHT_ASSISTANT * assistant[k] / upper_bound
+                        + WEIGHT_EXACT * exact
+                        + WEIGHT_RECENCY * recency(turn, context.current_turn);
+                    Candidate { turn, score, matched: matched[k] }
+                })
+                .collect()
         })
         .collect();
-    hits.par_sort_unstable_by_key(|h| (h.0, h.1));
+    per_block.into_iter().flatten().collect()
+}
 
-    let full = query.full_mask();
-    let mut candidates = Vec::new();
-    let mut i = 0;
-    while i < hits.len() {
-        let turn = hits[i].0;
-        let (mut user, mut assistant, mut matched) = (0.0, 0.0, 0u64);
-        while i < hits.len() && hits[i].0 == turn {
-            user += hits[i].2;
-            assistant += hits[i].3;
-            matched |= 1u64 << hits[i].1;
-            i += 1;
-        }
-        let exact = if matched == full { 1.0 } else { 0.0 };
-        let score = WEIGHT_USER * user / upper_bound
-            + WEIGHT_ASSISTANT * assistant / upper_bound
-            + WEIGHT_EXACT * exact
-            + WEIGHT_RECENCY * recency(turn, context.current_turn);
-        candidates.push(Candidate { turn, score, matched });
+/// Candidates in rank order (score descending, then turn ascending), sorted lazily: the first
+/// few hundred are found with a partial selection, the rest only if asked for.
+pub struct Ranking {
+    candidates: Vec<Candidate>,
+    sorted: usize,
+    next: usize,
+}
+
+impl Ranking {
+    /// Ranks `candidates`.
+    pub fn new(candidates: Vec<Candidate>) -> Self {
+        Ranking { candidates, sorted: 0, next: 0 }
     }
-    candidates.par_sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.turn.cmp(&b.turn)));
-    candidates
+}
+
+fn by_rank(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+    b.score.total_cmp(&a.score).then(a.turn.cmp(&b.turn))
+}
+
+impl Iterator for Ranking {
+    type Item = Candidate;
+
+    fn next(&mut self) -> Option<Candidate> {
+        if self.next == self.sorted {
+            let rest = &mut self.candidates[self.sorted..];
+            if rest.is_empty() {
+                return None;
+            }
+            let take = (self.sorted * 3).max(256).min(rest.len());
+            if take < rest.len() {
+                rest.select_nth_unstable_by(take - 1, by_rank);
+            }
+            rest[..take].sort_unstable_by(by_rank);
+            self.sorted += take;
+        }
+        let candidate = self.candidates.get(self.next).cloned();
+        self.next += 1;
+        candidate
+    }
 }
 
 /// One anchor's BM25 contribution to one side.
@@ -139,7 +196,7 @@ mod tests {
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 10 };
         // Turn 9 has both anchors (user side); turn 2 has "lock" on the assistant side only.
         let postings = vec![vec![posting(9, 1, 0)], vec![posting(2, 0, 2), posting(9, 1, 0)]];
-        let got = score(&q, &postings, &context);
+        let got: Vec<Candidate> = Ranking::new(score(&q, &postings, q.full_mask(), &context)).collect();
 
         let bound = (idf_redis + idf_lock) * 2.2;
         // len == avg, so the length factor is 1: tf·2.2 / (tf + 1.2).
@@ -158,19 +215,24 @@ mod tests {
     fn ties_break_by_turn_and_threads_agree() {
         let q = query(&[("alpha", 2)], 100);
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 500 };
-        let postings = vec![(0..300).map(|t| posting(t, 1, 1)).collect::<Vec<_>>()];
-        let one = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap()
-            .install(|| score(&q, &postings, &context));
-        let many = rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap()
-            .install(|| score(&q, &postings, &context));
+        // Several score blocks, equal scores everywhere past the recency window.
+        let postings = vec![(0..3000).map(|t| posting(t * 7, 1 + t % 3, 1)).collect::<Vec<_>>()];
+        let ranked = || Ranking::new(score(&q, &postings, q.full_mask(), &context)).collect::<Vec<_>>();
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(ranked);
+        let many = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(ranked);
         assert_eq!(one, many);
         assert!(one.windows(2).all(|w| w[0].score > w[1].score || w[0].turn < w[1].turn));
+    }
+
+    #[test]
+    fn ranking_is_a_full_sort() {
+        let candidates: Vec<Candidate> = (0..2000u32)
+            .map(|t| Candidate { turn: t, score: f64::from((t * 7919) % 97) / 10.0, matched: 1 })
+            .collect();
+        let mut sorted = candidates.clone();
+        sorted.sort_by(by_rank);
+        assert_eq!(Ranking::new(candidates).collect::<Vec<_>>(), sorted);
+        assert_eq!(Ranking::new(Vec::new()).next(), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod word;
 pub use cjk::is_ngram as is_cjk_ngram;
 pub use framing::{cjk_framing_chars, cjk_framing_ngrams, is_framing_word};
 pub use stopwords::is_stop_word;
+pub use word::for_each_word;
 
 /// Version of the rules in this module. Stored in the index: an index built under other rules
 /// must be rebuilt, since its postings would disagree with the anchors of new text.

@@ -21,7 +21,7 @@ use ctxgate::{Gatekeeper, Options};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: measure [--turns N (10000)] [--samples K (200)] [--seed X (42)] \
-[--threads T (0 = all cores)] [--no-quick-repair] [--rebuild]";
+[--threads T (0 = all cores)] [--quick-repair | --no-quick-repair] [--rebuild]";
 
 struct Args {
     turns: u32,
@@ -33,8 +33,14 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args> {
-    let mut args =
-        Args { turns: 10_000, samples: 200, seed: 42, threads: 0, quick_repair: true, rebuild: false };
+    let mut args = Args {
+        turns: 10_000,
+        samples: 200,
+        seed: 42,
+        threads: 0,
+        quick_repair: Options::default().quick_repair,
+        rebuild: false,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
@@ -44,6 +50,7 @@ fn parse_args() -> Result<Args> {
             "--seed" => args.seed = value()?.parse().context("--seed")?,
             "--threads" => args.threads = value()?.parse().context("--threads")?,
             "--no-quick-repair" => args.quick_repair = false,
+            "--quick-repair" => args.quick_repair = true,
             "--rebuild" => args.rebuild = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
