@@ -50,7 +50,8 @@ pub fn gate<S: Source>(
 }
 
 /// [`gate`] for the user text of a turn being added, from its hashed anchors: the same
-/// weights (`query::weigh`), so the decision equals what `--as-of` replays.
+/// weights (`query::weigh`), so the stored decision equals what [`gate`] says for that text
+/// against the same index (tested to the bit).
 pub fn gate_hashed<S: Source>(
     view: &View<S>,
     session: &SessionRef<'_>,
