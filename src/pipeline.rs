@@ -76,10 +76,15 @@ fn decide<S: Source>(
         Some(s) if as_of > 0 => topic_window(view, s, as_of)?,
         _ => Vec::new(),
     };
-    // Framing words say how a question is asked; they are evidence of neither topic.
+    // Framing words say how a question is asked; they are evidence of neither topic. CJK text
+    // takes part through its 2-grams only (see `anchor::cjk_trigram_hashes`).
     let framing = anchor::framing_hashes(text, anchor_hash);
-    let weights: Vec<(u64, f64)> =
-        weights.iter().copied().filter(|(hash, _)| framing.binary_search(hash).is_err()).collect();
+    let trigrams = anchor::cjk_trigram_hashes(text, anchor_hash);
+    let weights: Vec<(u64, f64)> = weights
+        .iter()
+        .copied()
+        .filter(|(hash, _)| framing.binary_search(hash).is_err() && trigrams.binary_search(hash).is_err())
+        .collect();
     Ok(gate::decide(text, &weights, |hash| window.iter().any(|turn| turn.contains(hash))))
 }
 

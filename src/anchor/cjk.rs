@@ -7,7 +7,12 @@
 use crate::text::is_cjk;
 
 /// Calls `emit` with every 2-gram and 3-gram of every CJK run of `text`.
-pub fn for_each_ngram(text: &str, mut emit: impl FnMut(&str)) {
+pub fn for_each_ngram(text: &str, emit: impl FnMut(&str)) {
+    for_each_ngram_of(text, &[2, 3], emit);
+}
+
+/// Calls `emit` with every n-gram, for each `n` in `sizes`, of every CJK run of `text`.
+pub fn for_each_ngram_of(text: &str, sizes: &[usize], mut emit: impl FnMut(&str)) {
     let mut run: Vec<usize> = Vec::new(); // byte offsets of the run's characters
     for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
         if i < text.len() && is_cjk(c) {
@@ -15,7 +20,7 @@ pub fn for_each_ngram(text: &str, mut emit: impl FnMut(&str)) {
             continue;
         }
         let run_end = i;
-        for n in [2usize, 3] {
+        for &n in sizes {
             for start in 0..run.len().saturating_sub(n - 1) {
                 let end = run.get(start + n).copied().unwrap_or(run_end);
                 if let Some(gram) = text.get(run[start]..end) {

@@ -103,6 +103,17 @@ pub fn framing_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
     out
 }
 
+/// Hashes of the CJK 3-grams of `text`, sorted. The gate leaves them out: each repeats what its
+/// two 2-grams already say, and crossing word boundaries more often than 2-grams do, they
+/// inflated the share of "new" anchors (measured in `docs/relevance.md`).
+pub fn cjk_trigram_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    cjk::for_each_ngram_of(text, &[3], |g| out.push(hash(g)));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// One anchor as the index stores it: its hash, term frequency and whether it is a CJK n-gram
 /// (the kind the IDF floor applies to).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,6 +236,17 @@ mod tests {
         for word in ["redis", "分布", "分布式", "续期"] {
             assert!(framing.binary_search(&hash(word)).is_err(), "{word} names the topic");
         }
+    }
+
+    #[test]
+    fn trigram_hashes() {
+        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
+        let expected: Vec<u64> = {
+            let mut v = vec![hash("分布式"), hash("布式锁")];
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(cjk_trigram_hashes("redis 分布式锁 ab", hash), expected);
     }
 
     #[test]
