@@ -23,12 +23,9 @@ use std::path::Path;
 /// Parses a whole `conversations.json`.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
     let mut parsed = ParsedFile::default();
-    for record in records::elements(path, text, "a JSON array of conversations")? {
-        let result = records::value(path, &record)
-            .and_then(|v| conversation(&v).map_err(|what| Error::shape(path, record.line, what)));
-        if let Some(conversation) = records::keep(result, record.line, skip_invalid, &mut parsed.skipped)? {
-            records::push(&mut parsed.conversations, conversation);
-        }
+    let elements = records::elements(path, text, "a JSON array of conversations")?;
+    for c in records::convert(path, elements, skip_invalid, &mut parsed.skipped, |v, _| conversation(v))? {
+        records::push(&mut parsed.conversations, c);
     }
     Ok(parsed)
 }

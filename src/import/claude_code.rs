@@ -28,12 +28,9 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
     let mut parsed = ParsedFile::default();
     let mut sessions: Vec<(String, TurnBuilder)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for record in records::lines(text) {
-        let result = records::value(path, &record)
-            .and_then(|v| row(&v).map_err(|what| Error::shape(path, record.line, what)));
-        let Some(Some(row)) = records::keep(result, record.line, skip_invalid, &mut parsed.skipped)? else {
-            continue;
-        };
+    let rows =
+        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, _| row(v))?;
+    for row in rows.into_iter().flatten() {
         let i = *index.entry(row.session.clone()).or_insert_with(|| {
             sessions.push((row.session.clone(), TurnBuilder::new()));
             sessions.len() - 1

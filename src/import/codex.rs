@@ -31,14 +31,8 @@ const INJECTED: [&str; 7] = [
 /// Parses a whole rollout file.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
     let mut parsed = ParsedFile::default();
-    let mut lines = Vec::new();
-    for record in records::lines(text) {
-        let result = records::value(path, &record)
-            .and_then(|v| line(&v).map_err(|what| Error::shape(path, record.line, what)));
-        if let Some(line) = records::keep(result, record.line, skip_invalid, &mut parsed.skipped)? {
-            lines.push(line);
-        }
-    }
+    let lines =
+        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, _| line(v))?;
     let has_items = lines.iter().any(|(_, item)| matches!(item, Item::Message { event: false, .. }));
     let mut key = None;
     let mut b = TurnBuilder::new();

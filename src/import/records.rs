@@ -83,7 +83,7 @@ pub(crate) fn value(path: &Path, record: &Record<'_>) -> Result<Value, Error> {
 }
 
 /// A record's outcome: kept; skipped and reported (with `skip_invalid`); or the file's error.
-pub(crate) fn keep<T>(
+fn keep<T>(
     result: Result<T, Error>,
     line: u64,
     skip_invalid: bool,
@@ -97,6 +97,26 @@ pub(crate) fn keep<T>(
         }
         Err(e) => Err(e),
     }
+}
+
+/// Converts each record with `convert`, which returns the message of what is wrong; a bad
+/// record fails the file with its line, or with `skip_invalid` is skipped and reported.
+pub(crate) fn convert<'a, T>(
+    path: &Path,
+    records: impl IntoIterator<Item = Record<'a>>,
+    skip_invalid: bool,
+    skipped: &mut Vec<Skipped>,
+    mut convert: impl FnMut(&Value, &Record<'a>) -> Result<T, String>,
+) -> Result<Vec<T>, Error> {
+    let mut out = Vec::new();
+    for record in records {
+        let result = value(path, &record)
+            .and_then(|v| convert(&v, &record).map_err(|what| Error::shape(path, record.line, what)));
+        if let Some(item) = keep(result, record.line, skip_invalid, skipped)? {
+            out.push(item);
+        }
+    }
+    Ok(out)
 }
 
 /// Adds a conversation unless it has no turns.

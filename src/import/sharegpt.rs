@@ -18,15 +18,13 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
     let stem = records::file_name(path);
     let array = records::is_array(text);
     let mut parsed = ParsedFile::default();
-    for record in records::array_or_lines(path, text, "a JSON array of `{\"conversations\": [...]}` objects")?
-    {
+    let items = records::array_or_lines(path, text, "a JSON array of `{\"conversations\": [...]}` objects")?;
+    let convert = |v: &Value, record: &records::Record<'_>| {
         let n = if array { record.position as u64 } else { record.line };
-        let result = records::value(path, &record).and_then(|v| {
-            conversation(&v, format!("{stem}#{n}")).map_err(|what| Error::shape(path, record.line, what))
-        });
-        if let Some(conversation) = records::keep(result, record.line, skip_invalid, &mut parsed.skipped)? {
-            records::push(&mut parsed.conversations, conversation);
-        }
+        conversation(v, format!("{stem}#{n}"))
+    };
+    for c in records::convert(path, items, skip_invalid, &mut parsed.skipped, convert)? {
+        records::push(&mut parsed.conversations, c);
     }
     Ok(parsed)
 }
