@@ -18,18 +18,13 @@ use std::path::Path;
 
 /// Parses a whole file of OpenAI chat messages.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
-    let stem = records::file_name(path);
-    let array = records::is_array(text);
-    let mut parsed = ParsedFile::default();
-    let items = records::array_or_lines(path, text, "a JSON array of `{\"messages\": [...]}` objects")?;
-    let convert = |v: &Value, record: &records::Record<'_>| {
-        let n = if array { record.position as u64 } else { record.line };
-        conversation(v, format!("{stem}#{n}"))
-    };
-    for c in records::convert(path, items, skip_invalid, &mut parsed.skipped, convert)? {
-        records::push(&mut parsed.conversations, c);
-    }
-    Ok(parsed)
+    records::conversations_per_record(
+        path,
+        text,
+        skip_invalid,
+        "a JSON array of `{\"messages\": [...]}` objects",
+        conversation,
+    )
 }
 
 fn conversation(v: &Value, default_key: String) -> Result<Conversation, String> {

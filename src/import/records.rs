@@ -119,6 +119,30 @@ pub(crate) fn convert<'a, T>(
     Ok(out)
 }
 
+/// Parses a file that is a JSON array or JSONL of one conversation per record, for formats
+/// whose records may lack an id: `conversation` gets the default key `FILE#N` (N the element's
+/// position in an array, the line number in JSONL).
+pub(crate) fn conversations_per_record(
+    path: &Path,
+    text: &str,
+    skip_invalid: bool,
+    what: &str,
+    mut conversation: impl FnMut(&Value, String) -> Result<Conversation, String>,
+) -> Result<super::turns::ParsedFile, Error> {
+    let name = file_name(path);
+    let array = is_array(text);
+    let mut parsed = super::turns::ParsedFile::default();
+    let items = array_or_lines(path, text, what)?;
+    let converted = convert(path, items, skip_invalid, &mut parsed.skipped, |v, record| {
+        let n = if array { record.position as u64 } else { record.line };
+        conversation(v, format!("{name}#{n}"))
+    })?;
+    for c in converted {
+        push(&mut parsed.conversations, c);
+    }
+    Ok(parsed)
+}
+
 /// Adds a conversation unless it has no turns.
 pub(crate) fn push(conversations: &mut Vec<Conversation>, conversation: Conversation) {
     if !conversation.turns.is_empty() {
