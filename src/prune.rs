@@ -1,9 +1,10 @@
 //! Sentence pruning (DESIGN §3.6): keep only the sentences of a block that carry the query.
 //!
-//! Each side keeps at most [`MAX_SENTENCES_PER_SIDE`] sentences that contain a query anchor,
-//! the ones with the most query IDF, in their original order. The assistant side always keeps
-//! its first sentence (it says what the reply is about) within that cap. A block where no
-//! sentence contains a query anchor is empty after pruning: the caller skips it.
+//! Each side keeps at most [`MAX_SENTENCES_PER_SIDE`] sentences that contain one of the query's
+//! focus anchors (the anchors that must be covered, see `pipeline`), the ones with the most of
+//! their IDF, in their original order. The assistant side always keeps its first sentence (it
+//! says what the reply is about) within that cap. A block where no sentence contains a focus
+//! anchor is empty after pruning: the caller skips it.
 
 use crate::anchor::{self, is_cjk_ngram};
 use crate::query::QueryAnchors;

@@ -2,7 +2,8 @@
 //!
 //! Greedy: repeatedly take the block with the largest
 //! `gain(b) = Σ idf(t), t ∈ cov(b) \ covered  /  cost(b)^α` (α = 0.8) until the covered IDF
-//! reaches 85% of the query's, or nothing more fits. A block that does not fit the remaining
+//! reaches 85% of the query's, or nothing more fits. The anchors counted are the query's focus
+//! anchors (framing words and common context left out, see `pipeline`). A block that does not fit the remaining
 //! budget is skipped; a block with zero gain is never taken. Ties go to the lower turn id.
 //! The `fill` policy then spends what is left of the budget on the best remaining candidates.
 
