@@ -1,9 +1,9 @@
 //! Anchors: the units of text with retrieval power (DESIGN §3.1), with term frequencies.
 //!
 //! [`extract`] turns a text into its anchors in priority order of the rules: English terms and
-//! identifiers ([`word`]), CJK 2/3-grams ([`cjk`]), quoted phrases ([`quoted`]). It is pure and
+//! identifiers (`word`), CJK 2/3-grams (`cjk`), quoted phrases (`quoted`). It is pure and
 //! infallible. Which anchors take part in a query (the CJK IDF floor, the 20-character fallback)
-//! is decided with index statistics, in [`crate::query`].
+//! is decided with index statistics, in the crate's `query` module.
 
 mod cjk;
 mod framing;
