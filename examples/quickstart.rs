@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release --example quickstart [-- "your own question"]
 //! ```
-//! The index is written to `target/quickstart.redb` (recreated each run).
+//! The index is written to `ctxgate-quickstart.redb` in the system's temporary directory
+//! (recreated each run).
 
 use ctxgate::{Gatekeeper, Options, Selection};
 use serde::Deserialize;
@@ -27,7 +28,7 @@ const QUESTIONS: &[&str] = &[
 fn main() -> Result<(), Box<dyn Error>> {
     let root = env!("CARGO_MANIFEST_DIR");
     let conversation = std::fs::read_to_string(format!("{root}/fixtures/example/conversation.jsonl"))?;
-    let index = format!("{root}/target/quickstart.redb");
+    let index = std::env::temp_dir().join("ctxgate-quickstart.redb");
     let _ = std::fs::remove_file(&index);
     let gk = Gatekeeper::open(&index, Options::default())?;
 
@@ -39,7 +40,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         session_name = line.session;
         turns += 1;
     }
-    println!("indexed {turns} turns of session {session_name:?} into {index}\n");
+    println!("indexed {turns} turns of session {session_name:?} into {}\n", index.display());
 
     let session = gk.session(&session_name)?;
     let own: Vec<String> = std::env::args().skip(1).collect();
