@@ -46,6 +46,7 @@ mod prune;
 mod query;
 mod recall;
 mod select;
+pub mod server;
 mod session;
 pub mod store;
 pub mod text;

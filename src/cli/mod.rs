@@ -11,6 +11,7 @@ mod import;
 mod output;
 mod prompt;
 mod select;
+mod serve;
 mod sessions;
 mod show;
 mod stats;
@@ -76,6 +77,8 @@ enum Command {
     Sessions,
     /// What the index holds: sessions, turns, anchors, postings, file size
     Stats,
+    /// Serve the index to agents over the Model Context Protocol (stdio)
+    Serve(serve::Args),
 }
 
 /// Options every command shares.
@@ -142,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show(args) => show::run(&global, &args),
         Command::Sessions => sessions::run(&global),
         Command::Stats => stats::run(&global),
+        Command::Serve(args) => serve::run(&global, &args),
     }
 }
 

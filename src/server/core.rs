@@ -1,0 +1,372 @@
+//! The request → response core of `ctxgate serve`: tool names, their input types and
+//! descriptions, and one call over the library API. No transport, no printing.
+//!
+//! Each call opens the index, does its work and drops it (see the module doc of
+//! [`crate::server`] for why).
+
+use crate::{
+    Error, Format, GateDecision, Gatekeeper, ImportOptions, Options, Policy, SelectOptions, SessionInfo,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Version of the JSON documents the tools return (the CLI's `--json` documents, same version).
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A tool: its name, what it is for, and the type of its arguments (JSON Schema).
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: &'static str,
+    /// What it does and when a model should call it.
+    pub description: &'static str,
+    /// JSON Schema of its arguments (an object).
+    pub input_schema: Map<String, Value>,
+    /// True if it never writes to the index.
+    pub read_only: bool,
+}
+
+/// A failed call, reported to the client as a tool error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolError {
+    /// Stable snake_case kind: the library's [`Error::kind`], or `bad_input` for arguments
+    /// that do not match the schema, `unknown_tool`, `internal`.
+    pub kind: &'static str,
+    /// What went wrong, and what would be accepted.
+    pub message: String,
+}
+
+impl ToolError {
+    /// The error as the JSON document the CLI prints with `--json`: `{"error": {kind, message}}`.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({ "error": { "kind": self.kind, "message": self.message } })
+    }
+}
+
+impl From<Error> for ToolError {
+    fn from(e: Error) -> Self {
+        ToolError { kind: e.kind(), message: e.to_string() }
+    }
+}
+
+/// Selection policy.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyParam {
+    /// The smallest context that covers the query.
+    Minimal,
+    /// Cover the query, then fill the budget with the next best turns.
+    Fill,
+}
+
+impl From<PolicyParam> for Policy {
+    fn from(p: PolicyParam) -> Policy {
+        match p {
+            PolicyParam::Minimal => Policy::Minimal,
+            PolicyParam::Fill => Policy::Fill,
+        }
+    }
+}
+
+/// Conversation-log format.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FormatParam {
+    /// Detect per file.
+    Auto,
+    /// Canonical JSONL: {"session", "user", "assistant"} per line.
+    Jsonl,
+    /// OpenAI chat messages JSONL.
+    Openai,
+    /// ChatGPT data export conversations.json.
+    Chatgpt,
+    /// Claude.ai data export conversations.json.
+    Claude,
+    /// Claude Code session JSONL.
+    ClaudeCode,
+    /// Codex CLI rollout JSONL.
+    Codex,
+    /// ShareGPT conversations.
+    Sharegpt,
+}
+
+impl From<FormatParam> for Format {
+    fn from(f: FormatParam) -> Format {
+        match f {
+            FormatParam::Auto => Format::Auto,
+            FormatParam::Jsonl => Format::Jsonl,
+            FormatParam::Openai => Format::OpenAi,
+            FormatParam::Chatgpt => Format::ChatGpt,
+            FormatParam::Claude => Format::Claude,
+            FormatParam::ClaudeCode => Format::ClaudeCode,
+            FormatParam::Codex => Format::Codex,
+            FormatParam::Sharegpt => Format::ShareGpt,
+        }
+    }
+}
+
+/// Arguments of `select_context`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelectContextParams {
+    /// Session name (one per conversation, e.g. a project or chat id).
+    pub session: String,
+    /// The user's new message, as they wrote it.
+    pub query: String,
+    /// Token budget for the selected turns (default 4000).
+    #[serde(default)]
+    pub budget: Option<u32>,
+    /// Answer as if only turns 0..as_of of the session existed (history replay).
+    #[serde(default)]
+    pub as_of: Option<u32>,
+    /// minimal (default): the smallest context covering the query; fill: then spend the rest of the budget.
+    #[serde(default)]
+    pub policy: Option<PolicyParam>,
+}
+
+/// Arguments of `build_prompt`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BuildPromptParams {
+    /// Session name.
+    pub session: String,
+    /// The user's new message, as they wrote it.
+    pub query: String,
+    /// Token budget for the whole prompt (default 4000).
+    #[serde(default)]
+    pub budget: Option<u32>,
+}
+
+/// Arguments of `record_turn`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordTurnParams {
+    /// Session name (created on its first turn).
+    pub session: String,
+    /// The user's message.
+    pub user: String,
+    /// The assistant's reply.
+    pub assistant: String,
+}
+
+/// Arguments of `gate`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateParams {
+    /// Session name.
+    pub session: String,
+    /// The user's new message.
+    pub query: String,
+    /// Decide as if only turns 0..as_of of the session existed.
+    #[serde(default)]
+    pub as_of: Option<u32>,
+}
+
+/// Arguments of `list_sessions`: none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListSessionsParams {}
+
+/// Arguments of `import_logs`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportLogsParams {
+    /// Files, or directories to walk for .json and .jsonl files (relative paths are relative to the server's working directory).
+    pub paths: Vec<PathBuf>,
+    /// Log format (default auto: detected per file).
+    #[serde(default)]
+    pub format: Option<FormatParam>,
+    /// Put every conversation into this session instead of naming sessions from the source.
+    #[serde(default)]
+    pub session: Option<String>,
+    /// Skip malformed records (each reported) instead of refusing the file.
+    #[serde(default)]
+    pub skip_invalid: bool,
+}
+
+const SELECT_CONTEXT: &str = "Call this BEFORE answering a user message: returns the past turns of \
+the session that the message needs, pruned to the relevant sentences, within a token budget, with \
+the topic gate's decision and why each turn was chosen. Use the blocks as context for your answer. \
+An unknown session (no turn recorded yet) is an error of kind unknown_session: then answer without context.";
+const BUILD_PROMPT: &str = "Call this BEFORE answering a user message, instead of select_context when \
+you want ready-to-send text: the selected past turns and the question, rendered as one prompt that \
+fits the budget.";
+const RECORD_TURN: &str = "Call this AFTER answering: records the user's message and your reply as \
+the session's next turn (the session is created on its first turn) and returns its turn id. \
+Record every turn so later questions can find it.";
+const GATE: &str = "Only the topic gate's decision for a new message: continue (same topic as the \
+recent turns) or switch, with its numbers. Cheap; does not select anything.";
+const LIST_SESSIONS: &str = "Lists the sessions in the index with their turn counts, sources and time spans.";
+const IMPORT_LOGS: &str = "Imports conversation logs (canonical JSONL, OpenAI, ChatGPT, Claude, \
+Claude Code, Codex, ShareGPT) from files or directories on the server's machine. Incremental: \
+importing the same log again adds nothing. Returns what was new, already there, or skipped.";
+
+/// Names of the tools, in the order they are listed.
+pub const TOOL_NAMES: [&str; 6] =
+    ["select_context", "build_prompt", "record_turn", "gate", "list_sessions", "import_logs"];
+
+/// The six tools.
+pub fn tools() -> Vec<ToolSpec> {
+    fn spec<T: JsonSchema>(name: &'static str, description: &'static str, read_only: bool) -> ToolSpec {
+        let schema =
+            schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
+        let mut input_schema = match serde_json::to_value(schema) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        };
+        input_schema.remove("$schema");
+        input_schema.remove("title");
+        if !input_schema.contains_key("properties") {
+            input_schema.insert("properties".into(), Value::Object(Map::new()));
+        }
+        ToolSpec { name, description, input_schema, read_only }
+    }
+    vec![
+        spec::<SelectContextParams>("select_context", SELECT_CONTEXT, true),
+        spec::<BuildPromptParams>("build_prompt", BUILD_PROMPT, true),
+        spec::<RecordTurnParams>("record_turn", RECORD_TURN, false),
+        spec::<GateParams>("gate", GATE, true),
+        spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true),
+        spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false),
+    ]
+}
+
+/// Answers tool calls on one index file, opening it per call.
+#[derive(Debug)]
+pub struct Core {
+    db: PathBuf,
+    options: Options,
+    /// One call at a time in this process: a second would only busy-wait on the file lock.
+    lock: Mutex<()>,
+}
+
+impl Core {
+    /// A core over the index at `db`, opened with `options` for every call.
+    pub fn new(db: PathBuf, options: Options) -> Core {
+        Core { db, options, lock: Mutex::new(()) }
+    }
+
+    /// The index file.
+    pub fn db(&self) -> &std::path::Path {
+        &self.db
+    }
+
+    /// Runs tool `name` with `arguments` (a JSON object; `None` = no arguments) and returns its
+    /// JSON document, the one the CLI prints with `--json` for the same request.
+    ///
+    /// # Errors
+    /// [`ToolError`] for an unknown tool (`unknown_tool`), arguments that do not match the tool's
+    /// schema (`bad_input`), and every library error (its [`Error::kind`]; `busy` when another
+    /// process holds the index past the busy timeout).
+    pub fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> Result<Value, ToolError> {
+        let args = arguments.unwrap_or_default();
+        match name {
+            "select_context" => {
+                let p: SelectContextParams = parse(name, args)?;
+                let options =
+                    SelectOptions { budget: p.budget, as_of: p.as_of, policy: p.policy.map(Policy::from) };
+                self.with_index(|gk| document(&gk.session(&p.session)?.select_with(&p.query, &options)?))
+            }
+            "build_prompt" => {
+                let p: BuildPromptParams = parse(name, args)?;
+                let options = SelectOptions { budget: p.budget, ..SelectOptions::default() };
+                self.with_index(|gk| {
+                    let prompt = gk.session(&p.session)?.build_prompt_with(&p.query, &options)?;
+                    document(&Prompted { session: &p.session, query: &p.query, prompt })
+                })
+            }
+            "record_turn" => {
+                let p: RecordTurnParams = parse(name, args)?;
+                self.with_index(|gk| {
+                    let turn_id = gk.session(&p.session)?.add_turn(&p.user, &p.assistant)?;
+                    document(&Added { session: &p.session, turn_id })
+                })
+            }
+            "gate" => {
+                let p: GateParams = parse(name, args)?;
+                self.with_index(|gk| {
+                    let decision = gk.session(&p.session)?.gate(&p.query, p.as_of)?;
+                    document(&Gated { session: &p.session, query: &p.query, decision })
+                })
+            }
+            "list_sessions" => {
+                let _: ListSessionsParams = parse(name, args)?;
+                self.with_index(|gk| document(&Sessions { sessions: gk.sessions()? }))
+            }
+            "import_logs" => {
+                let p: ImportLogsParams = parse(name, args)?;
+                if p.paths.is_empty() {
+                    return Err(ToolError {
+                        kind: "bad_input",
+                        message: "invalid paths: give at least one file or directory".into(),
+                    });
+                }
+                let options = ImportOptions {
+                    format: p.format.map_or(Format::Auto, Format::from),
+                    session: p.session,
+                    skip_invalid: p.skip_invalid,
+                };
+                self.with_index(|gk| document(&gk.import(&p.paths, &options)?))
+            }
+            _ => Err(ToolError {
+                kind: "unknown_tool",
+                message: format!("no tool named {name:?}; the tools are {}", TOOL_NAMES.join(", ")),
+            }),
+        }
+    }
+
+    /// Opens the index, runs `f`, and drops the index before returning.
+    fn with_index(
+        &self,
+        f: impl FnOnce(&Gatekeeper) -> Result<Value, ToolError>,
+    ) -> Result<Value, ToolError> {
+        let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let gatekeeper = Gatekeeper::open(&self.db, self.options.clone())?;
+        f(&gatekeeper)
+    }
+}
+
+#[derive(Serialize)]
+struct Prompted<'a> {
+    session: &'a str,
+    query: &'a str,
+    prompt: String,
+}
+
+#[derive(Serialize)]
+struct Added<'a> {
+    session: &'a str,
+    turn_id: u32,
+}
+
+#[derive(Serialize)]
+struct Gated<'a> {
+    session: &'a str,
+    query: &'a str,
+    decision: GateDecision,
+}
+
+#[derive(Serialize)]
+struct Sessions {
+    sessions: Vec<SessionInfo>,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Map<String, Value>) -> Result<T, ToolError> {
+    serde_json::from_value(Value::Object(args)).map_err(|e| ToolError {
+        kind: "bad_input",
+        message: format!("invalid arguments for {tool}: {e} (see the tool's input schema)"),
+    })
+}
+
+/// `value` as a JSON object with `schema_version` added, as the CLI prints it.
+fn document(value: &impl Serialize) -> Result<Value, ToolError> {
+    let mut document = serde_json::to_value(value)
+        .map_err(|e| ToolError { kind: "internal", message: format!("cannot serialize the result: {e}") })?;
+    if let Some(object) = document.as_object_mut() {
+        object.insert("schema_version".into(), SCHEMA_VERSION.into());
+    }
+    Ok(document)
+}

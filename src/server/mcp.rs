@@ -1,0 +1,96 @@
+//! The MCP side of `ctxgate serve`: an rmcp [`ServerHandler`] over [`Core`], served on stdio.
+
+use super::core::{Core, ToolError, tools};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use std::sync::Arc;
+
+const INSTRUCTIONS: &str = "ctxgate keeps this conversation's history and hands you only the past \
+turns a new message needs. For every user message: first call select_context (or build_prompt) \
+with the session and the message, and use what it returns as context; after answering, call \
+record_turn with the message and your answer. Use one session name per conversation or project.";
+
+/// The MCP server: tools listed from [`tools`], calls answered by [`Core`].
+#[derive(Clone)]
+pub struct McpServer {
+    core: Arc<Core>,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl McpServer {
+    /// A server answering with `core`.
+    pub fn new(core: Core) -> McpServer {
+        let tools = tools()
+            .into_iter()
+            .map(|spec| {
+                Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
+                    .annotate(ToolAnnotations::new().read_only(spec.read_only).destructive(false))
+            })
+            .collect();
+        McpServer { core: Arc::new(core), tools: Arc::new(tools) }
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ctxgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        if !self.tools.iter().any(|t| t.name == name) {
+            // MCP: an unknown tool is a protocol error, not a tool execution error.
+            let message =
+                format!("no tool named {name:?}; the tools are {}", super::core::TOOL_NAMES.join(", "));
+            return Err(ErrorData::invalid_params(message, None));
+        }
+        let core = Arc::clone(&self.core);
+        let arguments = request.arguments;
+        // Opening may wait for another process (bounded by the busy timeout) and selection is
+        // CPU work: both run off the async runtime so the transport keeps reading.
+        let outcome =
+            tokio::task::spawn_blocking(move || core.call(&name, arguments)).await.unwrap_or_else(|e| {
+                Err(ToolError { kind: "internal", message: format!("the request failed: {e}") })
+            });
+        let result = match outcome {
+            Ok(document) => CallToolResult::structured(document),
+            Err(error) => {
+                log::debug!("tool error: {}: {}", error.kind, error.message);
+                CallToolResult::structured_error(error.to_json())
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+/// Serves `core` over stdin/stdout until the client closes the connection.
+///
+/// # Errors
+/// The transport failed to start (initialization did not complete) or ended with an error.
+pub async fn serve_stdio(core: Core) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let service = McpServer::new(core).serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

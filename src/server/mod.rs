@@ -1,0 +1,23 @@
+//! `ctxgate serve`: a Model Context Protocol server over stdio.
+//!
+//! [`Core`] answers one tool call over the library API and returns the JSON document the CLI
+//! prints with `--json` for the same request; [`McpServer`] lists the tools and routes MCP calls
+//! to it (rmcp, the official Rust SDK); [`serve_stdio`] runs it on stdin/stdout.
+//!
+//! Sharing: the index file is held exclusively by one process at a time (redb's default mode),
+//! so the server opens it for each call, with the usual bounded busy wait, and drops it before
+//! answering. Several servers and CLI commands can use one index; a call that cannot get the
+//! index within the busy timeout fails with a tool error of kind `busy`, never hangs. Nothing is
+//! kept between calls, so memory stays flat.
+
+mod core;
+mod mcp;
+
+pub use self::core::{
+    BuildPromptParams, Core, FormatParam, GateParams, ImportLogsParams, ListSessionsParams, PolicyParam,
+    RecordTurnParams, SCHEMA_VERSION, SelectContextParams, TOOL_NAMES, ToolError, ToolSpec, tools,
+};
+pub use self::mcp::{McpServer, serve_stdio};
+
+/// Page cache the server opens the index with: small, since it is dropped after every call.
+pub const SERVER_CACHE_BYTES: usize = 16 * 1024 * 1024;
