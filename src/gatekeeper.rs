@@ -248,6 +248,10 @@ impl Gatekeeper {
         &self.store
     }
 
+    pub(crate) fn store_mut(&mut self) -> &mut Store {
+        &mut self.store
+    }
+
     pub(crate) fn estimator(&self) -> &dyn TokenEstimator {
         self.estimator.as_ref()
     }

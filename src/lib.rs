@@ -40,6 +40,7 @@ mod history;
 mod idf;
 pub mod import;
 mod ingest;
+pub mod jobs;
 mod pipeline;
 mod prompt;
 mod prune;

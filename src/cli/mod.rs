@@ -4,8 +4,10 @@
 //! document with `--json`); diagnostics and errors go to stderr.
 
 mod add;
+mod compact;
 mod exit;
 mod export;
+mod forget;
 mod gate;
 mod import;
 mod output;
@@ -15,6 +17,7 @@ mod serve;
 mod sessions;
 mod show;
 mod stats;
+mod verify;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -77,6 +80,12 @@ enum Command {
     Sessions,
     /// What the index holds: sessions, turns, anchors, postings, file size
     Stats,
+    /// Check that postings, document frequencies and counts agree with the stored turns (exit 1 if not)
+    Verify,
+    /// Delete a session, or every session that ended before a date, with all its postings
+    Forget(forget::Args),
+    /// Fold pending turns, pack posting chunks and give free space back to the file system
+    Compact,
     /// Serve the index to agents over the Model Context Protocol (stdio)
     Serve(serve::Args),
 }
@@ -145,6 +154,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show(args) => show::run(&global, &args),
         Command::Sessions => sessions::run(&global),
         Command::Stats => stats::run(&global),
+        Command::Verify => verify::run(&global),
+        Command::Forget(args) => forget::run(&global, &args),
+        Command::Compact => compact::run(&global),
         Command::Serve(args) => serve::run(&global, &args),
     }
 }

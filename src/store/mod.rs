@@ -33,7 +33,9 @@ mod view;
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub(crate) use keys::anchor_hash;
-pub use view::{CorpusStats, Counts, PendingBlocks, ReadSource, Source, View, WriteSource};
+pub use view::{
+    CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,
+};
 
 use error::corrupt;
 use redb::ReadableDatabase;
@@ -189,6 +191,12 @@ impl Store {
         };
         txn.commit().map_err(Error::from)?;
         Ok(result)
+    }
+
+    /// Compacts the file (redb `Database::compact`): moves pages down and truncates the free
+    /// space at the end. Returns true if anything moved. Needs no open transaction.
+    pub fn compact(&mut self) -> Result<bool, Error> {
+        Ok(self.db.compact().map_err(redb::Error::from)?)
     }
 }
 

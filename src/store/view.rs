@@ -441,3 +441,327 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 }
+
+/// The statistics of folded blocks as `meta` records them (what `verify` checks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FoldedTotals {
+    /// Folded blocks (N less the pending ones).
+    pub blocks: u64,
+    /// Sum of user-side lengths.
+    pub len_user: u64,
+    /// Sum of assistant-side lengths.
+    pub len_assistant: u64,
+    /// Postings in posting chunks.
+    pub postings: u64,
+}
+
+/// What removing sessions took out of the folded statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Turns deleted.
+    pub turns: u64,
+    /// Of them, pending (not yet folded) turns.
+    pub pending: u64,
+    /// Posting chunks deleted.
+    pub chunks: u64,
+    /// Postings deleted.
+    pub postings: u64,
+    /// Anchors whose document frequency fell to zero (their `terms` row is deleted).
+    pub anchors: u64,
+}
+
+impl PendingBlocks {
+    /// Every pending turn as `(session, turn, anchors)`, in block-key order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32, &ForwardRecord)> {
+        self.blocks.iter().map(|(k, f)| {
+            let (s, t) = split_block_key(*k);
+            (s, t, f)
+        })
+    }
+}
+
+/// Counts the postings of a chunk (decoding it all: the count must match the body).
+pub(crate) fn chunk_len(chunk: &[u8]) -> Result<u64, postings::CorruptChunk> {
+    let mut n = 0u64;
+    postings::decode(chunk, |_| n += 1)?;
+    Ok(n)
+}
+
+impl<S: Source> View<S> {
+    /// The folded statistics stored in `meta`.
+    pub fn folded_totals(&self) -> FoldedTotals {
+        FoldedTotals {
+            blocks: self.meta.folded_blocks,
+            len_user: self.meta.folded_len_user,
+            len_assistant: self.meta.folded_len_assistant,
+            postings: self.meta.folded_postings,
+        }
+    }
+
+    /// Calls `f` with every `sessions` row: its id and the record, or why it does not decode.
+    pub fn for_each_session_row(
+        &self,
+        mut f: impl FnMut(u32, Result<SessionRecord, Error>),
+    ) -> Result<(), Error> {
+        for entry in self.tables.sessions.iter()? {
+            let (key, value) = entry?;
+            let id = key.value();
+            f(id, postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e)));
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every `session_names` row: name and id.
+    pub fn for_each_name(&self, mut f: impl FnMut(&str, u32)) -> Result<(), Error> {
+        for entry in self.tables.names.iter()? {
+            let (key, value) = entry?;
+            f(key.value(), value.value());
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every stored turn in block-key order: session, turn, and the record or
+    /// why it does not decode. `f` returns false to stop.
+    pub fn for_each_turn_row(
+        &self,
+        mut f: impl FnMut(u32, u32, Result<TurnRecord, Error>) -> bool,
+    ) -> Result<(), Error> {
+        for entry in self.tables.turns.iter()? {
+            let (key, value) = entry?;
+            let (session, turn) = split_block_key(key.value());
+            let record =
+                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {session}:{turn}"), e));
+            if !f(session, turn, record) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every turn of `session` in turn order.
+    pub fn for_each_turn_of(
+        &self,
+        session: u32,
+        mut f: impl FnMut(u32, Result<TurnRecord, Error>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let range = block_key(session, 0)..=block_key(session, u32::MAX);
+        for entry in self.tables.turns.range(range)? {
+            let (key, value) = entry?;
+            let (_, turn) = split_block_key(key.value());
+            let record =
+                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {session}:{turn}"), e));
+            f(turn, record)?;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every posting chunk in key order: anchor hash, session, chunk number and
+    /// the encoded bytes. `f` returns false to stop.
+    pub fn for_each_chunk(&self, mut f: impl FnMut(u64, u32, u32, &[u8]) -> bool) -> Result<(), Error> {
+        for entry in self.tables.postings.iter()? {
+            let (key, value) = entry?;
+            let (hash, session, chunk) = keys::split_posting_key(key.value());
+            if !f(hash, session, chunk, value.value()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every `terms` row: anchor hash and folded document frequency.
+    pub fn for_each_term(&self, mut f: impl FnMut(u64, u64)) -> Result<(), Error> {
+        for entry in self.tables.terms.iter()? {
+            let (key, value) = entry?;
+            f(key.value(), value.value());
+        }
+        Ok(())
+    }
+}
+
+impl View<WriteSource<'_>> {
+    /// Deletes sessions with their turns, pending rows, postings and names, and takes them out
+    /// of the document frequencies and folded statistics. `folded_lengths` gives the exact side
+    /// lengths of each folded turn (derived from its text: postings hold only their norms).
+    ///
+    /// Posting keys lead with the anchor, so the postings table is scanned once for all the
+    /// sessions.
+    pub fn remove_sessions(
+        &mut self,
+        ids: &[u32],
+        mut folded_lengths: impl FnMut(&TurnRecord) -> (u32, u32),
+    ) -> Result<Removed, Error> {
+        let mut removed = Removed::default();
+        if ids.is_empty() {
+            return Ok(removed);
+        }
+        let doomed: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
+        let mut folded = FoldedTotals::default();
+        for &id in &doomed {
+            let record = self.session_record(id)?;
+            let range = block_key(id, 0)..=block_key(id, u32::MAX);
+            let mut keys_to_remove = Vec::new();
+            for entry in self.tables.turns.range(range.clone())? {
+                let (key, value) = entry?;
+                let key = key.value();
+                keys_to_remove.push(key);
+                let (s, t) = split_block_key(key);
+                if self.pending.get(s, t).is_some() {
+                    removed.pending += 1;
+                    continue;
+                }
+                let turn: TurnRecord =
+                    postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {s}:{t}"), e))?;
+                let (len_user, len_assistant) = folded_lengths(&turn);
+                folded.blocks += 1;
+                folded.len_user += u64::from(len_user);
+                folded.len_assistant += u64::from(len_assistant);
+            }
+            for key in &keys_to_remove {
+                self.tables.turns.remove(*key)?;
+            }
+            removed.turns += keys_to_remove.len() as u64;
+            self.tables.pending.retain_in(range, |_, _| false)?;
+            self.tables.sessions.remove(id)?;
+            if let Some(record) = record {
+                self.tables.names.remove(record.name.as_str())?;
+            }
+        }
+        // Pending turns of the doomed sessions leave the in-memory log too.
+        let pending = std::mem::take(&mut self.pending);
+        for (key, forward) in pending.blocks {
+            if !doomed.contains(&split_block_key(key).0) {
+                self.pending.add(key, forward);
+            }
+        }
+        // Folded postings: one pass over the postings table.
+        let mut df_drop: IdentityHashMap<u64, u64> = IdentityHashMap::default();
+        let mut bad: Option<Error> = None;
+        self.tables.postings.retain(|key, value| {
+            let (hash, session, chunk) = keys::split_posting_key(key);
+            if !doomed.contains(&session) {
+                return true;
+            }
+            match chunk_len(value) {
+                Ok(n) => {
+                    *df_drop.entry(hash).or_default() += n;
+                    removed.postings += n;
+                    removed.chunks += 1;
+                }
+                Err(e) => {
+                    bad.get_or_insert_with(|| {
+                        corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e)
+                    });
+                }
+            }
+            false
+        })?;
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        let mut hashes: Vec<(u64, u64)> = df_drop.into_iter().collect();
+        hashes.sort_unstable();
+        for (hash, drop) in hashes {
+            let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+            let left = df.checked_sub(drop).ok_or_else(|| Error::Corrupt {
+                what: format!("anchor {hash:x} has df {df}, below its {drop} postings being removed"),
+            })?;
+            if left == 0 {
+                self.tables.terms.remove(hash)?;
+                removed.anchors += 1;
+            } else {
+                self.tables.terms.insert(hash, left)?;
+            }
+        }
+        if let Ok(mut cache) = self.df_cache.lock() {
+            cache.clear();
+        }
+        let sub = |have: u64, less: u64, what: &str| {
+            have.checked_sub(less).ok_or_else(|| Error::Corrupt {
+                what: format!("meta {what} {have} is below {less} being removed"),
+            })
+        };
+        self.meta.folded_blocks = sub(self.meta.folded_blocks, folded.blocks, "folded blocks")?;
+        self.meta.folded_len_user = sub(self.meta.folded_len_user, folded.len_user, "user length sum")?;
+        self.meta.folded_len_assistant =
+            sub(self.meta.folded_len_assistant, folded.len_assistant, "assistant length sum")?;
+        self.meta.folded_postings = sub(self.meta.folded_postings, removed.postings, "postings")?;
+        self.meta_dirty = true;
+        Ok(removed)
+    }
+
+    /// Rewrites the posting lists whose chunks are not packed (a chunk before the tail with
+    /// fewer than [`postings::CHUNK_CAPACITY`] postings, or chunk numbers with gaps) as full
+    /// chunks numbered from 0. Returns `(lists rewritten, chunks before, chunks after)`.
+    pub fn pack_postings(&mut self) -> Result<(u64, u64, u64), Error> {
+        // Find the lists to rewrite in one read pass.
+        let mut loose: Vec<(u64, u32)> = Vec::new();
+        let mut current: Option<(u64, u32)> = None;
+        let mut expected_chunk = 0u32;
+        let mut previous_full = true;
+        let mut flagged = false;
+        let mut bad: Option<Error> = None;
+        for entry in self.tables.postings.iter()? {
+            let (key, value) = entry?;
+            let (hash, session, chunk) = keys::split_posting_key(key.value());
+            if current != Some((hash, session)) {
+                current = Some((hash, session));
+                expected_chunk = 0;
+                previous_full = true;
+                flagged = false;
+            }
+            let n = match chunk_len(value.value()) {
+                Ok(n) => n,
+                Err(e) => {
+                    bad = Some(corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e));
+                    break;
+                }
+            };
+            if !flagged && (chunk != expected_chunk || !previous_full) {
+                loose.push((hash, session));
+                flagged = true;
+            }
+            expected_chunk = chunk.wrapping_add(1);
+            previous_full = n >= u64::from(postings::CHUNK_CAPACITY);
+        }
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        let (mut before, mut after) = (0u64, 0u64);
+        for &(hash, session) in &loose {
+            let mut list = Vec::new();
+            let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
+            let mut old_keys = Vec::new();
+            for entry in self.tables.postings.range(range.clone())? {
+                let (key, value) = entry?;
+                old_keys.push(key.value());
+                postings::decode(value.value(), |p| list.push(p)).map_err(|e| {
+                    corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
+                })?;
+            }
+            before += old_keys.len() as u64;
+            self.tables.postings.retain_in(range, |_, _| false)?;
+            let mut chunk_no = 0u32;
+            let mut chunk = postings::ChunkBuilder::new();
+            let what = |no: u32| format!("posting chunk {hash:x}/{session}/{no}");
+            for posting in &list {
+                if chunk.is_full() {
+                    self.tables
+                        .postings
+                        .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
+                    chunk_no += 1;
+                    after += 1;
+                    chunk = postings::ChunkBuilder::new();
+                }
+                // Rejects out-of-order input (STYLE §5).
+                chunk.push(posting).map_err(|e| corrupt(what(chunk_no), e))?;
+            }
+            if !list.is_empty() {
+                self.tables
+                    .postings
+                    .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
+                after += 1;
+            }
+        }
+        Ok((loose.len() as u64, before, after))
+    }
+}

@@ -1,0 +1,29 @@
+//! `ctxgate compact`: folds pending turns, packs postings and shrinks the file.
+
+use super::{Global, output};
+use std::fmt::Write;
+
+/// Compacts the index and prints the file size before and after.
+pub fn run(global: &Global) -> anyhow::Result<()> {
+    let report = global.open(None, None)?.compact()?;
+    if global.json {
+        return output::print_json(&report);
+    }
+    let mib = |bytes: u64| bytes as f64 / 1048576.0;
+    let mut out = String::new();
+    let _ = writeln!(out, "folded     {} pending turns", report.folded_turns);
+    let _ = writeln!(
+        out,
+        "packed     {} posting lists ({} chunks -> {})",
+        report.lists_packed, report.chunks_before, report.chunks_after
+    );
+    let _ = writeln!(
+        out,
+        "file       {:.1} MiB -> {:.1} MiB ({} -> {} bytes)",
+        mib(report.bytes_before),
+        mib(report.bytes_after),
+        report.bytes_before,
+        report.bytes_after
+    );
+    output::print_text(&out)
+}

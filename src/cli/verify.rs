@@ -1,0 +1,51 @@
+//! `ctxgate verify`: checks the index against its stored turns; exits 1 if anything disagrees.
+
+use super::{Global, output};
+use serde::Serialize;
+use std::fmt::Write;
+
+#[derive(Serialize)]
+struct VerifyDocument<'a> {
+    index: String,
+    ok: bool,
+    #[serde(flatten)]
+    report: &'a ctxgate::jobs::VerifyReport,
+}
+
+/// Prints what was checked and every inconsistency; an error (exit 1) if there are any.
+pub fn run(global: &Global) -> anyhow::Result<()> {
+    let report = global.open(None, None)?.verify()?;
+    if global.json {
+        output::print_json(&VerifyDocument {
+            index: global.db.display().to_string(),
+            ok: report.is_ok(),
+            report: &report,
+        })?;
+    } else {
+        let mut out = String::new();
+        let _ = writeln!(out, "index      {}", global.db.display());
+        let _ = writeln!(out, "sessions   {}", report.sessions);
+        let _ = writeln!(out, "turns      {} ({} pending)", report.turns, report.pending_turns);
+        let _ = writeln!(out, "postings   {} in {} chunks", report.postings, report.chunks);
+        let _ = writeln!(out, "anchors    {}", report.anchors);
+        for problem in &report.problems {
+            let _ = writeln!(out, "problem    {}: {}", problem.key, problem.message);
+        }
+        if report.problem_count > report.problems.len() as u64 {
+            let _ =
+                writeln!(out, "problem    ... {} more", report.problem_count - report.problems.len() as u64);
+        }
+        if report.is_ok() {
+            out.push_str("ok: the index agrees with its stored turns\n");
+        }
+        output::print_text(&out)?;
+    }
+    if report.is_ok() {
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "the index has {} inconsistencies: run `ctxgate rebuild` to derive it again from the stored turns",
+            report.problem_count
+        )
+    }
+}

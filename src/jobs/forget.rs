@@ -1,0 +1,166 @@
+//! `forget`: deletes sessions, with every trace of them, in one transaction.
+
+use super::derive_forward;
+use crate::error::{Error, Result};
+use crate::gatekeeper::Gatekeeper;
+use serde::Serialize;
+
+/// What [`Gatekeeper::forget_session`] or [`Gatekeeper::forget_before`] deleted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ForgetReport {
+    /// Names of the deleted sessions.
+    pub sessions: Vec<String>,
+    /// Turns deleted.
+    pub turns: u64,
+    /// Of them, turns that were still pending.
+    pub pending_turns: u64,
+    /// Postings deleted.
+    pub postings: u64,
+    /// Anchors no remaining turn has (their document frequency is gone).
+    pub anchors_dropped: u64,
+    /// Sessions kept because they carry no (readable) end time: only `forget_before`.
+    pub kept_without_time: Vec<String>,
+}
+
+impl Gatekeeper {
+    /// Deletes the session `name` with its turns and postings; document frequencies, N and
+    /// the length sums lose its turns in the same transaction.
+    ///
+    /// # Errors
+    /// [`Error::UnknownSession`] if no session has this name.
+    pub fn forget_session(&self, name: &str) -> Result<ForgetReport> {
+        self.store().write(|view| -> Result<ForgetReport> {
+            let Some((id, _)) = view.session_by_name(name)? else {
+                return Err(Error::UnknownSession { name: name.to_string() });
+            };
+            let removed = view.remove_sessions(&[id], folded_lengths)?;
+            Ok(ForgetReport {
+                sessions: vec![name.to_string()],
+                turns: removed.turns,
+                pending_turns: removed.pending,
+                postings: removed.postings,
+                anchors_dropped: removed.anchors,
+                kept_without_time: Vec::new(),
+            })
+        })
+    }
+
+    /// Deletes every session whose last turn (`time_end`, as imported) is before `date`
+    /// (RFC 3339, `YYYY-MM-DD`, or Unix seconds; without an offset, UTC). Sessions without
+    /// a readable time are kept and listed in the report. One transaction.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if `date` is not a date.
+    pub fn forget_before(&self, date: &str) -> Result<ForgetReport> {
+        let cutoff = parse_time(date).ok_or_else(|| Error::InvalidInput {
+            what: "date",
+            reason: format!("{date:?} is not a date: use YYYY-MM-DD or an RFC 3339 time"),
+        })?;
+        self.store().write(|view| -> Result<ForgetReport> {
+            let mut report = ForgetReport::default();
+            let mut ids = Vec::new();
+            for (id, record) in view.sessions()? {
+                match record.time_end.as_deref().and_then(parse_time) {
+                    Some(end) if end < cutoff => {
+                        ids.push(id);
+                        report.sessions.push(record.name);
+                    }
+                    Some(_) => {}
+                    None => report.kept_without_time.push(record.name),
+                }
+            }
+            let removed = view.remove_sessions(&ids, folded_lengths)?;
+            report.turns = removed.turns;
+            report.pending_turns = removed.pending;
+            report.postings = removed.postings;
+            report.anchors_dropped = removed.anchors;
+            Ok(report)
+        })
+    }
+}
+
+fn folded_lengths(turn: &crate::store::records::TurnRecord) -> (u32, u32) {
+    let forward = derive_forward(&turn.user, &turn.assistant);
+    (forward.len_user, forward.len_assistant)
+}
+
+/// Seconds since the Unix epoch of a timestamp as logs write them: RFC 3339 / ISO 8601
+/// (`2025-10-02T07:00:18.358Z`, `2025-10-02 07:00:18+02:00`, `2025-10-02`) or Unix seconds
+/// (`1712131200.512`; milliseconds when above 10^11).
+pub(crate) fn parse_time(text: &str) -> Option<f64> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let value: f64 = text.parse().ok()?;
+        return Some(if value > 1e11 { value / 1000.0 } else { value });
+    }
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let s = text.get(range)?;
+        if s.bytes().all(|c| c.is_ascii_digit()) { s.parse().ok() } else { None }
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let mut seconds = days_from_civil(year, month, day) as f64 * 86400.0;
+    let rest = &text[10..];
+    if rest.is_empty() {
+        return Some(seconds);
+    }
+    let rest_b = rest.as_bytes();
+    if !(rest_b[0] == b'T' || rest_b[0] == b't' || rest_b[0] == b' ') || rest.len() < 6 || rest_b[3] != b':' {
+        return None;
+    }
+    let hours = num(11..13)?;
+    let minutes = num(14..16)?;
+    seconds += (hours * 3600 + minutes * 60) as f64;
+    let mut at = 16;
+    if b.get(at) == Some(&b':') {
+        let end = (at + 1..b.len()).find(|&i| !(b[i].is_ascii_digit() || b[i] == b'.')).unwrap_or(b.len());
+        seconds += text.get(at + 1..end)?.parse::<f64>().ok()?;
+        at = end;
+    }
+    match b.get(at) {
+        None | Some(b'Z' | b'z') if at + 1 >= b.len() => Some(seconds),
+        Some(&sign @ (b'+' | b'-')) => {
+            let offset = text.get(at + 1..)?;
+            let (h, m) = offset.split_once(':').unwrap_or((offset.get(..2)?, offset.get(2..)?));
+            let minutes: i64 =
+                h.parse::<i64>().ok()? * 60 + if m.is_empty() { 0 } else { m.parse::<i64>().ok()? };
+            let offset = (minutes * 60) as f64;
+            Some(if sign == b'+' { seconds - offset } else { seconds + offset })
+        }
+        _ => None,
+    }
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_parse_and_order() {
+        assert_eq!(parse_time("1970-01-02"), Some(86400.0));
+        assert_eq!(parse_time("2025-10-02T07:00:18.5Z"), Some(1_759_388_418.5));
+        assert_eq!(parse_time("2025-10-02T09:00:18.5+02:00"), parse_time("2025-10-02T07:00:18.5Z"));
+        assert_eq!(parse_time("1712131200.512"), Some(1_712_131_200.512));
+        assert_eq!(parse_time("1712131200512"), Some(1_712_131_200.512));
+        assert!(parse_time("2024-01-01") < parse_time("2024-01-01T00:00:01Z"));
+        assert_eq!(parse_time("yesterday"), None);
+        assert_eq!(parse_time("2024-13-01"), None);
+    }
+}

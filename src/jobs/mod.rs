@@ -1,0 +1,26 @@
+//! Offline maintenance jobs over the whole index: [`verify`](crate::Gatekeeper::verify),
+//! [`forget`](crate::Gatekeeper::forget_session) and [`compact`](crate::Gatekeeper::compact).
+//!
+//! Each job is one redb transaction (or, for compaction, one transaction and the engine's
+//! compaction), so a crash leaves the index as it was before or after the job, never between.
+//! The jobs re-derive a turn's anchors from its stored text exactly as adding it did.
+
+mod compact;
+mod forget;
+mod verify;
+
+pub use compact::CompactReport;
+pub use forget::ForgetReport;
+pub use verify::{Problem, VerifyReport};
+
+use crate::anchor;
+use crate::pipeline;
+use crate::store::anchor_hash;
+use crate::store::records::ForwardRecord;
+
+/// The anchors of a turn, derived from its text as `ingest` does when the turn is added.
+pub(crate) fn derive_forward(user: &str, assistant: &str) -> ForwardRecord {
+    let user_anchors = anchor::extract_hashed(user, anchor_hash);
+    let assistant_anchors = anchor::extract_hashed(assistant, anchor_hash);
+    pipeline::forward_record(&user_anchors, &assistant_anchors)
+}

@@ -1,0 +1,267 @@
+//! `verify`: checks that document frequencies, N, the length sums and the postings agree with
+//! the stored turns, and that every record decodes.
+
+use super::derive_forward;
+use crate::error::Result;
+use crate::gatekeeper::Gatekeeper;
+use crate::store::postings::{self, Posting, quantize_len};
+use crate::store::records::SessionRecord;
+use crate::store::{self, FoldedTotals};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Problems kept in a report; the count goes on past it.
+pub const MAX_PROBLEMS: usize = 1000;
+
+/// One inconsistency: the record it is about, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The record: `turn 3:17`, `terms a1b2…`, `posting a1b2…/3/0`, `meta`, ...
+    pub key: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+/// What [`Gatekeeper::verify`] checked and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VerifyReport {
+    /// Sessions checked.
+    pub sessions: u64,
+    /// Turns checked.
+    pub turns: u64,
+    /// Of them, pending turns.
+    pub pending_turns: u64,
+    /// Posting chunks checked.
+    pub chunks: u64,
+    /// Postings checked.
+    pub postings: u64,
+    /// `terms` rows checked.
+    pub anchors: u64,
+    /// Number of inconsistencies found (only the first [`MAX_PROBLEMS`] are listed).
+    pub problem_count: u64,
+    /// The inconsistencies, in the order found.
+    pub problems: Vec<Problem>,
+}
+
+impl VerifyReport {
+    /// True if nothing is inconsistent.
+    pub fn is_ok(&self) -> bool {
+        self.problem_count == 0
+    }
+
+    fn problem(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.problem_count += 1;
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(Problem { key: key.into(), message: message.into() });
+        }
+    }
+}
+
+/// An expected folded posting: `(anchor, session, turn)` and its values as stored.
+type Expected = ((u64, u32, u32), (u32, u32, u32, u32));
+
+fn posting_values(p: &Posting) -> (u32, u32, u32, u32) {
+    (p.tf_user, p.tf_assistant, p.len_user, p.len_assistant)
+}
+
+impl Gatekeeper {
+    /// Checks the whole index against its stored turns: every record decodes; every pending
+    /// row and posting holds the anchors the turn's text yields; document frequencies, N and
+    /// the length sums match the folded turns. One read transaction: writers may go on.
+    ///
+    /// # Errors
+    /// Only when the file cannot be read at all; inconsistencies are in the report.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport::default();
+        let view = match self.store().read() {
+            Ok(view) => view,
+            Err(store::Error::Corrupt { what }) => {
+                report.problem("pending", what);
+                return Ok(report);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Sessions and names.
+        let mut sessions: BTreeMap<u32, SessionRecord> = BTreeMap::new();
+        view.for_each_session_row(|id, record| match record {
+            Ok(record) => {
+                sessions.insert(id, record);
+            }
+            Err(e) => report.problem(format!("session {id}"), e.to_string()),
+        })?;
+        report.sessions = sessions.len() as u64;
+        let mut named: HashMap<u32, String> = HashMap::new();
+        view.for_each_name(|name, id| {
+            match sessions.get(&id) {
+                None => report
+                    .problem(format!("name {name:?}"), format!("names session {id}, which does not exist")),
+                Some(r) if r.name != name => report.problem(
+                    format!("name {name:?}"),
+                    format!("names session {id}, which is called {:?}", r.name),
+                ),
+                Some(_) => {}
+            }
+            named.insert(id, name.to_string());
+        })?;
+        for (id, record) in &sessions {
+            if !named.contains_key(id) {
+                report.problem(
+                    format!("session {id}"),
+                    format!("its name {:?} is not in session_names", record.name),
+                );
+            }
+        }
+        // Turns: re-derive each one's anchors.
+        let mut expected: Vec<Expected> = Vec::new();
+        let mut df: HashMap<u64, u64> = HashMap::new();
+        let mut folded = FoldedTotals::default();
+        let mut turn_counts: BTreeMap<u32, u32> = BTreeMap::new();
+        let pending = view.pending();
+        view.for_each_turn_row(|session, turn, record| {
+            report.turns += 1;
+            let key = format!("turn {session}:{turn}");
+            *turn_counts.entry(session).or_default() += 1;
+            match sessions.get(&session) {
+                None => report.problem(key.clone(), "its session does not exist"),
+                Some(s) if turn >= s.turn_count => {
+                    report.problem(key.clone(), format!("beyond the session's {} turns", s.turn_count))
+                }
+                Some(_) => {}
+            }
+            let record = match record {
+                Ok(record) => record,
+                Err(e) => {
+                    report.problem(key, e.to_string());
+                    return true;
+                }
+            };
+            let forward = derive_forward(&record.user, &record.assistant);
+            if let Some(stored) = pending.get(session, turn) {
+                report.pending_turns += 1;
+                if *stored != forward {
+                    report.problem(
+                        format!("pending {session}:{turn}"),
+                        "its anchors differ from those of the turn's text",
+                    );
+                }
+                return true;
+            }
+            folded.blocks += 1;
+            folded.len_user += u64::from(forward.len_user);
+            folded.len_assistant += u64::from(forward.len_assistant);
+            let (len_user, len_assistant) =
+                (quantize_len(forward.len_user), quantize_len(forward.len_assistant));
+            for &(hash, tf_user, tf_assistant) in &forward.entries {
+                *df.entry(hash).or_default() += 1;
+                expected.push(((hash, session, turn), (tf_user, tf_assistant, len_user, len_assistant)));
+            }
+            true
+        })?;
+        for (&id, record) in &sessions {
+            let found = turn_counts.get(&id).copied().unwrap_or(0);
+            if found != record.turn_count {
+                report.problem(
+                    format!("session {id}"),
+                    format!("records {} turns, {found} are stored", record.turn_count),
+                );
+            }
+        }
+        for (session, turn, _) in pending.iter() {
+            if view.turn_record(session, turn).ok().flatten().is_none() {
+                report.problem(format!("pending {session}:{turn}"), "no stored turn (or it does not decode)");
+            }
+        }
+        // Postings: merge the chunks, in key order, with the expected postings.
+        expected.sort_unstable_by_key(|e| e.0);
+        let mut next = 0usize;
+        let mut list: Option<(u64, u32)> = None;
+        let mut next_chunk = 0u32;
+        let mut last_turn: Option<u32> = None;
+        let mut decoded = Vec::new();
+        view.for_each_chunk(|hash, session, chunk, bytes| {
+            report.chunks += 1;
+            let key = format!("posting {hash:016x}/{session}/{chunk}");
+            if list != Some((hash, session)) {
+                list = Some((hash, session));
+                next_chunk = 0;
+                last_turn = None;
+            }
+            if chunk != next_chunk {
+                report.problem(key.clone(), format!("expected chunk number {next_chunk}"));
+            }
+            next_chunk = chunk.wrapping_add(1);
+            decoded.clear();
+            if let Err(e) = postings::decode(bytes, |p| decoded.push(p)) {
+                report.problem(key, e.to_string());
+                return true;
+            }
+            for p in &decoded {
+                report.postings += 1;
+                if last_turn.is_some_and(|t| p.turn <= t) {
+                    report.problem(key.clone(), format!("turn {} is out of order", p.turn));
+                }
+                last_turn = Some(p.turn);
+                let at = (hash, session, p.turn);
+                while next < expected.len() && expected[next].0 < at {
+                    let (h, s, t) = expected[next].0;
+                    report.problem(
+                        format!("posting {h:016x}/{s}"),
+                        format!("turn {t} has the anchor but no posting"),
+                    );
+                    next += 1;
+                }
+                if next < expected.len() && expected[next].0 == at {
+                    if expected[next].1 != posting_values(p) {
+                        report.problem(
+                            key.clone(),
+                            format!(
+                                "turn {}: stored tf/lengths {:?}, the text gives {:?}",
+                                p.turn,
+                                posting_values(p),
+                                expected[next].1
+                            ),
+                        );
+                    }
+                    next += 1;
+                } else {
+                    report.problem(key.clone(), format!("turn {} does not have this anchor", p.turn));
+                }
+            }
+            true
+        })?;
+        for &((h, s, t), _) in &expected[next..] {
+            report
+                .problem(format!("posting {h:016x}/{s}"), format!("turn {t} has the anchor but no posting"));
+        }
+        // Document frequencies.
+        view.for_each_term(|hash, stored| {
+            report.anchors += 1;
+            let want = df.remove(&hash).unwrap_or(0);
+            if stored != want {
+                report.problem(
+                    format!("terms {hash:016x}"),
+                    format!("df {stored}, the folded turns give {want}"),
+                );
+            }
+        })?;
+        let mut missing: Vec<(u64, u64)> = df.into_iter().collect();
+        missing.sort_unstable();
+        for (hash, want) in missing {
+            report.problem(format!("terms {hash:016x}"), format!("missing; the folded turns give df {want}"));
+        }
+        // N and the length sums.
+        let stored = view.folded_totals();
+        let counted = FoldedTotals { postings: report.postings, ..folded };
+        for (what, have, want) in [
+            ("folded_blocks", stored.blocks, counted.blocks),
+            ("folded_len_user", stored.len_user, counted.len_user),
+            ("folded_len_assistant", stored.len_assistant, counted.len_assistant),
+            ("folded_postings", stored.postings, counted.postings),
+        ] {
+            if have != want {
+                report.problem(format!("meta {what}"), format!("{have}, the folded turns give {want}"));
+            }
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,212 @@
+//! The offline jobs on real index files: verify, forget, compact.
+
+use ctxgate::{Gatekeeper, ImportOptions, Options};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn open(path: &Path) -> Result<Gatekeeper, ctxgate::Error> {
+    Gatekeeper::open(path, Options::default())
+}
+
+const TOPICS: [&str; 6] = ["redis", "asyncio", "postgres", "kubernetes", "terraform", "grpc"];
+
+/// A turn of session `s`: a topic shared by every session, and identifiers of its own.
+fn turn(s: usize, t: usize) -> (String, String) {
+    let topic = TOPICS[(s + t) % TOPICS.len()];
+    let user = format!("How do I configure {topic} retry_policy_{t} for service_{s}_{}?", t % 7);
+    let assistant = format!(
+        "Set {topic} max_retries_{} in config_{s}.yaml; only_session_{s} uses backoff_ms {}.",
+        t % 5,
+        100 + t
+    );
+    (user, assistant)
+}
+
+fn add_sessions(gk: &Gatekeeper, sessions: usize, turns: usize) -> TestResult {
+    for t in 0..turns {
+        for s in 0..sessions {
+            let (user, assistant) = turn(s, t);
+            gk.session(&format!("s{s}"))?.add_turn(&user, &assistant)?;
+        }
+    }
+    Ok(())
+}
+
+fn blocks(gk: &Gatekeeper, session: &str, query: &str) -> Result<Vec<(u32, String, String)>, ctxgate::Error> {
+    let selection = gk.session(session)?.select(query)?;
+    Ok(selection.blocks.into_iter().map(|b| (b.turn_id, b.user, b.assistant)).collect())
+}
+
+fn cli(db: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxgate")).arg("--db").arg(db).args(args).output().expect("run ctxgate")
+}
+
+#[test]
+fn verify_passes_on_folded_and_pending_turns() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let gk = open(&db)?;
+    add_sessions(&gk, 3, 100)?;
+    let stats = gk.stats()?;
+    assert!(stats.pending_turns > 0 && stats.pending_turns < 300, "{stats:?}");
+    let report = gk.verify()?;
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!((report.sessions, report.turns), (3, 300));
+    assert_eq!(report.pending_turns, stats.pending_turns);
+    assert!(report.postings > 0 && report.anchors > 0);
+    drop(gk);
+    let out = cli(&db, &["verify"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cli(&db, &["--json", "verify"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(doc["ok"], true);
+    Ok(())
+}
+
+#[test]
+fn verify_reports_a_tampered_document_frequency() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let gk = open(&db)?;
+    add_sessions(&gk, 3, 100)?;
+    drop(gk);
+    let tampered = {
+        let redb = redb::Database::open(&db)?;
+        let terms = redb::TableDefinition::<u64, u64>::new("terms");
+        let txn = redb.begin_write()?;
+        let hash = {
+            let mut table = txn.open_table(terms)?;
+            let (hash, df) = {
+                use redb::ReadableTable;
+                let first = table.first()?.ok_or("no terms")?;
+                (first.0.value(), first.1.value())
+            };
+            table.insert(hash, df + 3)?;
+            hash
+        };
+        txn.commit()?;
+        hash
+    };
+    let report = open(&db)?.verify()?;
+    assert!(!report.is_ok());
+    let key = format!("terms {tampered:016x}");
+    assert!(report.problems.iter().any(|p| p.key == key), "{:?}", report.problems);
+    let out = cli(&db, &["verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&key));
+    Ok(())
+}
+
+#[test]
+fn forget_session_leaves_no_trace() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let gk = open(&db)?;
+    add_sessions(&gk, 3, 100)?;
+    let query = "postgres retry_policy_12 for service_0_5";
+    let before = blocks(&gk, "s0", query)?;
+    assert!(!before.is_empty());
+    let own = "only_session_1";
+    let idf_before = gk.session("s0")?.select(own)?.anchors;
+    let report = gk.forget_session("s1")?;
+    assert_eq!(report.sessions, vec!["s1".to_string()]);
+    assert_eq!(report.turns, 100);
+    assert!(report.anchors_dropped > 0);
+    let names: Vec<String> = gk.sessions()?.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, vec!["s0".to_string(), "s2".to_string()]);
+    assert!(gk.session("s1")?.turn(0).is_err() || gk.session("s1")?.turn(0)?.is_none());
+    let report = gk.verify()?;
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.turns, 200);
+    assert_eq!(blocks(&gk, "s0", query)?, before);
+    // An anchor only s1 had: df 0, so idf = ln((N + 1) / 1) + 1.
+    let stats = gk.stats()?;
+    let anchors = gk.session("s0")?.select(own)?.anchors;
+    let anchor = anchors.iter().find(|a| a.text.contains("only_session_1")).ok_or("anchor")?;
+    let want = ((stats.turns as f64) + 1.0).ln() + 1.0;
+    assert!((anchor.idf - want).abs() < 1e-9, "{} vs {want} (before: {idf_before:?})", anchor.idf);
+    assert!(matches!(gk.forget_session("s1"), Err(ctxgate::Error::UnknownSession { .. })));
+    Ok(())
+}
+
+/// A canonical JSONL log of `sessions` sessions, session `s` ending on day `s + 1` of 2024-01.
+fn write_log(path: &Path, sessions: usize, turns: usize) -> TestResult {
+    let mut text = String::new();
+    for s in 0..sessions {
+        for t in 0..turns {
+            let (user, assistant) = turn(s, t);
+            let time = format!("2024-01-{:02}T{:02}:{:02}:00Z", s + 1, t / 60 % 24, t % 60);
+            let line = serde_json::json!({
+                "session": format!("log{s}"), "user": user, "assistant": assistant, "time": time
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+#[test]
+fn forget_before_deletes_sessions_that_ended_earlier() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let log: PathBuf = dir.path().join("log.jsonl");
+    write_log(&log, 4, 40)?;
+    let gk = open(&db)?;
+    gk.import(&[log], &ImportOptions::default())?;
+    gk.session("untimed")?.add_turn("redis question", "redis answer")?;
+    assert!(matches!(gk.forget_before("soon"), Err(ctxgate::Error::InvalidInput { .. })));
+    let report = gk.forget_before("2024-01-03")?;
+    assert_eq!(report.sessions, vec!["log0".to_string(), "log1".to_string()]);
+    assert_eq!(report.kept_without_time, vec!["untimed".to_string()]);
+    assert_eq!(report.turns, 80);
+    let names: Vec<String> = gk.sessions()?.into_iter().map(|s| s.name).collect();
+    assert_eq!(names, vec!["log2".to_string(), "log3".to_string(), "untimed".to_string()]);
+    let verified = gk.verify()?;
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+    drop(gk);
+    let out = cli(&db, &["--json", "forget", "--before", "2024-01-04T00:00:00+01:00"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(doc["sessions"], serde_json::json!(["log2"]));
+    let out = cli(&db, &["forget", "--session", "untimed"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(cli(&db, &["verify"]).status.success());
+    Ok(())
+}
+
+#[test]
+fn compact_after_forget_shrinks_the_file_and_keeps_answers() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 20, 150)?;
+    let mut gk = open(&db)?;
+    gk.import(&[log], &ImportOptions::default())?;
+    let turns = gk.stats()?.turns;
+    let forgotten = gk.forget_before("2024-01-11")?;
+    assert_eq!(forgotten.sessions.len(), 10);
+    let queries = ["postgres retry_policy_12 for service_15_5", "redis max_retries_3 backoff_ms 140"];
+    let answer = |gk: &Gatekeeper| -> Result<Vec<ctxgate::Selection>, ctxgate::Error> {
+        queries.iter().map(|q| gk.session("log15")?.select(q)).collect()
+    };
+    let before = answer(&gk)?;
+    let report = gk.compact()?;
+    assert!(report.bytes_after <= report.bytes_before, "{report:?}");
+    assert_eq!(answer(&gk)?, before);
+    let verified = gk.verify()?;
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+    eprintln!(
+        "{turns} turns, half the sessions forgotten: {} -> {} bytes ({report:?})",
+        report.bytes_before, report.bytes_after
+    );
+    drop(gk);
+    let out = cli(&db, &["--json", "compact"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert!(doc["bytes_after"].as_u64() <= doc["bytes_before"].as_u64());
+    Ok(())
+}
