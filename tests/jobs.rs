@@ -210,3 +210,66 @@ fn compact_after_forget_shrinks_the_file_and_keeps_answers() -> TestResult {
     assert!(doc["bytes_after"].as_u64() <= doc["bytes_before"].as_u64());
     Ok(())
 }
+
+#[test]
+fn rebuild_repairs_a_tampered_index_and_keeps_answers() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let gk = open(&db)?;
+    add_sessions(&gk, 3, 100)?;
+    let query = "postgres retry_policy_12 for service_0_5";
+    let before = gk.session("s0")?.select(query)?;
+    let sessions = gk.sessions()?;
+    drop(gk);
+    {
+        let redb = redb::Database::open(&db)?;
+        let terms = redb::TableDefinition::<u64, u64>::new("terms");
+        let txn = redb.begin_write()?;
+        txn.open_table(terms)?.retain(|_, _| false)?;
+        txn.commit()?;
+    }
+    assert!(!open(&db)?.verify()?.is_ok());
+    let report = ctxgate::jobs::rebuild(&db, &Options::default())?;
+    assert_eq!((report.sessions, report.turns), (3, 300));
+    assert!(!ctxgate::jobs::rebuild_path(&db).exists());
+    let gk = open(&db)?;
+    let verified = gk.verify()?;
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+    assert_eq!(gk.sessions()?, sessions);
+    assert_eq!(gk.session("s0")?.select(query)?, before);
+    Ok(())
+}
+
+#[test]
+fn rebuild_accepts_an_index_of_other_anchor_rules() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let gk = open(&db)?;
+    add_sessions(&gk, 2, 20)?;
+    drop(gk);
+    {
+        // meta: postcard string "ctxgate-index" (1 + 13 bytes), format version, rules version.
+        let redb = redb::Database::open(&db)?;
+        let meta = redb::TableDefinition::<&str, &[u8]>::new("meta");
+        let txn = redb.begin_write()?;
+        {
+            use redb::ReadableTable;
+            let mut table = txn.open_table(meta)?;
+            let mut bytes = table.get("meta")?.ok_or("no meta")?.value().to_vec();
+            assert_eq!(bytes[15], ctxgate::anchor::ANCHOR_RULES_VERSION as u8);
+            bytes[15] += 1;
+            table.insert("meta", bytes.as_slice())?;
+        }
+        txn.commit()?;
+    }
+    assert!(matches!(open(&db), Err(e) if e.kind() == "needs_rebuild"));
+    assert_eq!(cli(&db, &["stats"]).status.code(), Some(3));
+    let out = cli(&db, &["--json", "rebuild"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(doc["turns"], 40);
+    let gk = open(&db)?;
+    assert!(gk.verify()?.is_ok());
+    assert_eq!(gk.stats()?.turns, 40);
+    Ok(())
+}

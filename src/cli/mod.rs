@@ -12,6 +12,7 @@ mod gate;
 mod import;
 mod output;
 mod prompt;
+mod rebuild;
 mod select;
 mod serve;
 mod sessions;
@@ -86,6 +87,8 @@ enum Command {
     Forget(forget::Args),
     /// Fold pending turns, pack posting chunks and give free space back to the file system
     Compact,
+    /// Derive every posting and count again from the stored turns, into a new file that replaces the old one
+    Rebuild,
     /// Serve the index to agents over the Model Context Protocol (stdio)
     Serve(serve::Args),
 }
@@ -157,6 +160,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify => verify::run(&global),
         Command::Forget(args) => forget::run(&global, &args),
         Command::Compact => compact::run(&global),
+        Command::Rebuild => rebuild::run(&global),
         Command::Serve(args) => serve::run(&global, &args),
     }
 }

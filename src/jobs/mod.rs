@@ -1,5 +1,6 @@
 //! Offline maintenance jobs over the whole index: [`verify`](crate::Gatekeeper::verify),
-//! [`forget`](crate::Gatekeeper::forget_session) and [`compact`](crate::Gatekeeper::compact).
+//! [`forget`](crate::Gatekeeper::forget_session), [`compact`](crate::Gatekeeper::compact) and
+//! [`rebuild`].
 //!
 //! Each job is one redb transaction (or, for compaction, one transaction and the engine's
 //! compaction), so a crash leaves the index as it was before or after the job, never between.
@@ -7,10 +8,12 @@
 
 mod compact;
 mod forget;
+mod rebuild;
 mod verify;
 
 pub use compact::CompactReport;
 pub use forget::ForgetReport;
+pub use rebuild::{RebuildReport, rebuild, rebuild_path};
 pub use verify::{Problem, VerifyReport};
 
 use crate::anchor;

@@ -27,12 +27,14 @@ mod format;
 mod keys;
 pub(crate) mod postings;
 pub(crate) mod records;
+mod source_index;
 mod tables;
 mod view;
 
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub(crate) use keys::anchor_hash;
+pub use source_index::SourceIndex;
 pub use view::{
     CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,
 };

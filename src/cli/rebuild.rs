@@ -1,0 +1,23 @@
+//! `ctxgate rebuild`: derives the postings again from the stored turns, into a new file.
+
+use super::{Global, output};
+use std::fmt::Write;
+
+/// Rebuilds the index and prints what was copied.
+pub fn run(global: &Global) -> anyhow::Result<()> {
+    let busy_timeout = std::time::Duration::try_from_secs_f64(global.busy_timeout)
+        .map_err(|_| anyhow::anyhow!("--busy-timeout must be a number of seconds from 0 to 10^19"))?;
+    let options = ctxgate::Options { threads: global.threads, busy_timeout, ..ctxgate::Options::default() };
+    let report = ctxgate::jobs::rebuild(&global.db, &options)?;
+    if global.json {
+        return output::print_json(&report);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "index      {}", global.db.display());
+    let _ = writeln!(out, "sessions   {}", report.sessions);
+    let _ = writeln!(out, "turns      {}", report.turns);
+    let _ = writeln!(out, "anchors    {} distinct", report.anchors);
+    let _ = writeln!(out, "postings   {}", report.postings);
+    let _ = writeln!(out, "file       {} -> {} bytes", report.bytes_before, report.bytes_after);
+    output::print_text(&out)
+}

@@ -1,0 +1,116 @@
+//! `rebuild`: derives every posting, document frequency and N again from the stored turns,
+//! into a new file that replaces the old one only when complete.
+
+use super::derive_forward;
+use crate::error::Result;
+use crate::gatekeeper::Options;
+use crate::store::{SourceIndex, Store, StoreOptions, records::ForwardRecord};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Turns copied per transaction of the new file.
+const REBUILD_BATCH: usize = 2048;
+
+/// What [`rebuild`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RebuildReport {
+    /// Sessions copied.
+    pub sessions: u64,
+    /// Turns copied (their anchors derived again).
+    pub turns: u64,
+    /// Postings written.
+    pub postings: u64,
+    /// Distinct anchors.
+    pub anchors: u64,
+    /// Size of the old file, in bytes.
+    pub bytes_before: u64,
+    /// Size of the new file, in bytes.
+    pub bytes_after: u64,
+}
+
+/// The temporary file a rebuild of `path` writes (removed if a previous rebuild left it).
+pub fn rebuild_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".rebuild");
+    path.with_file_name(name)
+}
+
+/// Rebuilds the index at `path` from its stored turns: sessions and turns (text, recorded
+/// gate decisions, times, tools) are copied as they are; anchors are extracted again with
+/// this build's rules, and postings, document frequencies, N and the length sums are derived
+/// from them. It works on an index that needs a rebuild (other anchor rules). The new file
+/// is written beside the old one (`<name>.rebuild`) in bounded transactions, then renamed
+/// over it: a crash before the rename leaves the old index untouched.
+///
+/// # Errors
+/// Store errors, a turn that does not decode (the old file is kept), or a failed rename.
+pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildReport> {
+    let path = path.as_ref();
+    let store_options = StoreOptions {
+        cache_bytes: options.cache_bytes,
+        busy_timeout: options.busy_timeout,
+        quick_repair: false,
+    };
+    let source = SourceIndex::open(path, &store_options)?;
+    let io = |p: &Path, e: std::io::Error| crate::store::Error::Io { path: p.to_path_buf(), source: e };
+    let bytes_before = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
+    let target = rebuild_path(path);
+    if target.exists() {
+        std::fs::remove_file(&target).map_err(|e| io(&target, e))?;
+    }
+    let mut report = RebuildReport { bytes_before, ..RebuildReport::default() };
+    let new = Store::open(&target, &store_options)?;
+    let copied = copy(&source, &new, &mut report);
+    if let Err(e) = copied {
+        drop(new);
+        let _ = std::fs::remove_file(&target);
+        return Err(e);
+    }
+    let counts = new.read()?.counts()?;
+    report.postings = counts.postings;
+    report.anchors = counts.anchors;
+    report.bytes_after = new.file_size()?;
+    drop(new);
+    drop(source);
+    std::fs::rename(&target, path).map_err(|e| io(path, e))?;
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        // Make the rename durable; not every platform can open a directory.
+        if let Ok(dir) = std::fs::File::open(dir) {
+            let _ = dir.sync_all();
+        }
+    }
+    log::info!("rebuilt {}: {} sessions, {} turns", path.display(), report.sessions, report.turns);
+    Ok(report)
+}
+
+fn copy(source: &SourceIndex, new: &Store, report: &mut RebuildReport) -> Result<()> {
+    for (old_id, record) in source.sessions()? {
+        let id = new.write(|view| -> Result<u32> {
+            let (id, _) = view.create_session(&record.name)?;
+            view.put_session(id, &record)?;
+            Ok(id)
+        })?;
+        report.sessions += 1;
+        let mut from = 0u32;
+        loop {
+            let turns = source.turns(old_id, from, REBUILD_BATCH)?;
+            let Some(&(last, _)) = turns.last() else { break };
+            let forwards: Vec<ForwardRecord> =
+                turns.par_iter().map(|(_, t)| derive_forward(&t.user, &t.assistant)).collect();
+            new.write(|view| -> Result<()> {
+                for ((turn, stored), forward) in turns.iter().zip(forwards) {
+                    view.put_turn(id, *turn, stored, forward)?;
+                }
+                view.fold()?;
+                Ok(())
+            })?;
+            report.turns += turns.len() as u64;
+            match last.checked_add(1) {
+                Some(next) => from = next,
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}

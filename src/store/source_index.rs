@@ -1,0 +1,86 @@
+//! An index opened read-only to be rebuilt: built by any anchor rules of this format.
+
+use super::error::{Error, corrupt};
+use super::keys::{block_key, split_block_key};
+use super::records::{MetaRecord, SessionRecord, TurnRecord};
+use super::tables::{META, SESSIONS, TURNS};
+use super::{FORMAT_VERSION, META_KEY, StoreOptions, format, with_busy_wait};
+use redb::{ReadableDatabase, ReadableTable};
+use std::path::{Path, PathBuf};
+
+/// The sessions and turns of an existing index, whatever anchor rules built its postings.
+/// Holds the file open (read-only) so no writer changes it while it is being rebuilt.
+pub struct SourceIndex {
+    db: redb::ReadOnlyDatabase,
+    path: PathBuf,
+}
+
+impl SourceIndex {
+    /// Opens `path` read-only. Accepts any anchor-rules version; the format must be this one.
+    ///
+    /// # Errors
+    /// [`Error::NotAnIndex`], [`Error::TooNew`], [`Error::Busy`].
+    pub fn open(path: &Path, options: &StoreOptions) -> Result<SourceIndex, Error> {
+        let not_ours = || Error::NotAnIndex { path: path.to_path_buf() };
+        if !path.is_file() {
+            return Err(not_ours());
+        }
+        let db = with_busy_wait(path, options.busy_timeout, || {
+            redb::Database::builder().set_cache_size(options.cache_bytes).open_read_only(path)
+        })?;
+        let meta: MetaRecord = {
+            let txn = db.begin_read()?;
+            let table = txn.open_table(META).map_err(|_| not_ours())?;
+            let bytes = table.get(META_KEY)?.ok_or_else(not_ours)?;
+            postcard::from_bytes(bytes.value()).map_err(|_| not_ours())?
+        };
+        if meta.magic != format::MAGIC {
+            return Err(not_ours());
+        }
+        if meta.format_version != FORMAT_VERSION {
+            // Format 1 is the first: a different one is newer.
+            return Err(Error::TooNew {
+                path: path.to_path_buf(),
+                found: meta.format_version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        Ok(SourceIndex { db, path: path.to_path_buf() })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every session in id order.
+    pub fn sessions(&self) -> Result<Vec<(u32, SessionRecord)>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(SESSIONS)?;
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (key, value) = entry?;
+            let id = key.value();
+            out.push((
+                id,
+                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` turns of `session` from turn `from` on, in turn order.
+    pub fn turns(&self, session: u32, from: u32, limit: usize) -> Result<Vec<(u32, TurnRecord)>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(TURNS)?;
+        let mut out = Vec::new();
+        for entry in table.range(block_key(session, from)..=block_key(session, u32::MAX))?.take(limit) {
+            let (key, value) = entry?;
+            let (_, turn) = split_block_key(key.value());
+            let record = postcard::from_bytes(value.value())
+                .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+            out.push((turn, record));
+        }
+        Ok(out)
+    }
+}
