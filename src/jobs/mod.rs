@@ -14,7 +14,7 @@ mod verify;
 pub use compact::CompactReport;
 pub use forget::ForgetReport;
 pub use rebuild::{RebuildReport, rebuild, rebuild_path};
-pub use verify::{Problem, VerifyReport};
+pub use verify::{MAX_PROBLEMS, Problem, VerifyReport};
 
 use crate::anchor;
 use crate::pipeline;

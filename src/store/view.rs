@@ -690,7 +690,7 @@ impl View<WriteSource<'_>> {
     }
 
     /// Rewrites the posting lists whose chunks are not packed (a chunk before the tail with
-    /// fewer than [`postings::CHUNK_CAPACITY`] postings, or chunk numbers with gaps) as full
+    /// fewer than `CHUNK_CAPACITY` (128) postings, or chunk numbers with gaps) as full
     /// chunks numbered from 0. Returns `(lists rewritten, chunks before, chunks after)`.
     pub fn pack_postings(&mut self) -> Result<(u64, u64, u64), Error> {
         // Find the lists to rewrite in one read pass.
@@ -763,5 +763,55 @@ impl View<WriteSource<'_>> {
             }
         }
         Ok((loose.len() as u64, before, after))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Store, StoreOptions};
+    use super::*;
+
+    fn posting(turn: u32) -> Posting {
+        Posting { turn, tf_user: 1, tf_assistant: 0, len_user: 3, len_assistant: 0 }
+    }
+
+    fn chunk(turns: std::ops::Range<u32>) -> Vec<u8> {
+        let mut builder = postings::ChunkBuilder::new();
+        for turn in turns {
+            builder.push(&posting(turn)).unwrap_or_default();
+        }
+        builder.finish()
+    }
+
+    #[test]
+    fn pack_postings_merges_loose_chunks_in_order() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let options = StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(1),
+            quick_repair: false,
+        };
+        let store = Store::open(&dir.path().join("index.redb"), &options)?;
+        store.write(|view| -> Result<(), Error> {
+            // A list with a short chunk before the tail and a gap in the numbering, and a
+            // packed list that must stay as it is.
+            view.tables.postings.insert(keys::posting_key(7, 0, 0), chunk(0..10).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(7, 0, 3), chunk(10..300).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(8, 0, 0), chunk(0..5).as_slice())?;
+            Ok(())
+        })?;
+        let packed = store.write(|view| view.pack_postings())?;
+        assert_eq!(packed, (1, 2, 3));
+        let view = store.read()?;
+        let mut turns = Vec::new();
+        view.session_postings(7, 0, |p| turns.push(p.turn))?;
+        assert_eq!(turns, (0..300).collect::<Vec<_>>());
+        let mut chunks = Vec::new();
+        view.for_each_chunk(|hash, _, chunk, bytes| {
+            chunks.push((hash, chunk, chunk_len(bytes).unwrap_or(0)));
+            true
+        })?;
+        assert_eq!(chunks, [(7, 0, 128), (7, 1, 128), (7, 2, 44), (8, 0, 5)]);
+        Ok(())
     }
 }
