@@ -273,3 +273,27 @@ fn rebuild_accepts_an_index_of_other_anchor_rules() -> TestResult {
     assert_eq!(gk.stats()?.turns, 40);
     Ok(())
 }
+
+#[test]
+fn verify_reports_a_record_that_does_not_decode() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let gk = open(&db)?;
+    add_sessions(&gk, 2, 70)?;
+    drop(gk);
+    {
+        let redb = redb::Database::open(&db)?;
+        let turns = redb::TableDefinition::<u64, &[u8]>::new("turns");
+        let txn = redb.begin_write()?;
+        txn.open_table(turns)?.insert(5u64, [0xffu8, 0xff, 0xff].as_slice())?;
+        txn.commit()?;
+    }
+    let report = open(&db)?.verify()?;
+    assert!(report.problems.iter().any(|p| p.key == "turn 0:5"), "{:?}", report.problems);
+    let out = cli(&db, &["--json", "verify"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(doc["ok"], false);
+    assert!(doc["problem_count"].as_u64() >= Some(1));
+    Ok(())
+}

@@ -40,8 +40,8 @@ pub fn rebuild_path(path: &Path) -> PathBuf {
 /// gate decisions, times, tools) are copied as they are; anchors are extracted again with
 /// this build's rules, and postings, document frequencies, N and the length sums are derived
 /// from them. It works on an index that needs a rebuild (other anchor rules). The new file
-/// is written beside the old one (`<name>.rebuild`) in bounded transactions, then renamed
-/// over it: a crash before the rename leaves the old index untouched.
+/// is written beside the old one (`<name>.rebuild`) in bounded transactions, compacted, then
+/// renamed over it: a crash before the rename leaves the old index untouched.
 ///
 /// # Errors
 /// Store errors, a turn that does not decode (the old file is kept), or a failed rename.
@@ -60,12 +60,18 @@ pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildRepor
         std::fs::remove_file(&target).map_err(|e| io(&target, e))?;
     }
     let mut report = RebuildReport { bytes_before, ..RebuildReport::default() };
-    let new = Store::open(&target, &store_options)?;
+    let mut new = Store::open(&target, &store_options)?;
     let copied = copy(&source, &new, &mut report);
     if let Err(e) = copied {
         drop(new);
         let _ = std::fs::remove_file(&target);
         return Err(e);
+    }
+    // Bulk writes leave free pages behind: give them back before the new file goes live.
+    for _ in 0..8 {
+        if !new.compact()? {
+            break;
+        }
     }
     let counts = new.read()?.counts()?;
     report.postings = counts.postings;
