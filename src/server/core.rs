@@ -370,3 +370,55 @@ fn document(value: &impl Serialize) -> Result<Value, ToolError> {
     }
     Ok(document)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn core() -> (tempfile::TempDir, Core) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("index.redb");
+        (dir, Core::new(db, Options { cache_bytes: 1 << 20, ..Options::default() }))
+    }
+
+    fn args(value: Value) -> Option<Map<String, Value>> {
+        value.as_object().cloned()
+    }
+
+    #[test]
+    fn every_tool_has_an_object_schema() {
+        let specs = tools();
+        let names: Vec<&str> = specs.iter().map(|t| t.name).collect();
+        assert_eq!(names, TOOL_NAMES);
+        for spec in &specs {
+            assert_eq!(spec.input_schema.get("type"), Some(&Value::from("object")), "{}", spec.name);
+            assert!(spec.input_schema.contains_key("properties"), "{}", spec.name);
+        }
+    }
+
+    #[test]
+    fn a_recorded_turn_is_selected() {
+        let (_dir, core) = core();
+        let turn = serde_json::json!({"session": "s", "user": "How do I expire a Redis lock?", "assistant": "PX 30000."});
+        let added = core.call("record_turn", args(turn)).expect("record_turn");
+        assert_eq!(added["turn_id"], 0);
+        let query = serde_json::json!({"session": "s", "query": "redis lock"});
+        let selected = core.call("select_context", args(query)).expect("select_context");
+        assert_eq!(selected["blocks"][0]["turn_id"], 0);
+        assert_eq!(selected["schema_version"], SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn errors_have_kinds() {
+        let (_dir, core) = core();
+        let kind = |tool: &str, a: Value| core.call(tool, args(a)).map(|_| ()).map_err(|e| e.kind);
+        assert_eq!(kind("nope", serde_json::json!({})), Err("unknown_tool"));
+        assert_eq!(kind("gate", serde_json::json!({"session": "s"})), Err("bad_input"));
+        assert_eq!(kind("gate", serde_json::json!({"session": "s", "query": "q"})), Err("unknown_session"));
+        assert_eq!(kind("list_sessions", serde_json::json!({"extra": 1})), Err("bad_input"));
+        assert_eq!(
+            core.call("list_sessions", None).map(|v| v["sessions"].clone()),
+            Ok(serde_json::json!([]))
+        );
+    }
+}
