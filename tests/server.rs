@@ -346,5 +346,9 @@ async fn two_servers_and_the_cli_share_one_index() -> TestResult {
     let imported = sessions.iter().find(|i| i.name == "imported").ok_or("imported missing")?;
     assert_eq!(imported.turns as usize, IMPORTED);
     assert_eq!(gk.session("imported")?.turn(399)?.ok_or("turn missing")?.assistant, "imported answer 399");
+    // Postings, document frequencies and counts agree with the stored turns.
+    let report = gk.verify()?;
+    assert_eq!(report.problem_count, 0, "{:?}", report.problems);
+    assert_eq!(report.turns as usize, 2 * TASKS_PER_SERVER * TURNS_PER_TASK + IMPORTED);
     Ok(())
 }
