@@ -41,7 +41,7 @@ use std::time::Instant;
 use turns::{Conversation, ParsedTurn, Skipped};
 use writer::Writer;
 
-/// A conversation-log format.
+/// A conversation-log format. Serialized as the name `--format` takes ([`Format::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
@@ -50,8 +50,10 @@ pub enum Format {
     /// Canonical JSONL: `{"session", "user", "assistant"}` per line.
     Jsonl,
     /// OpenAI chat messages JSONL: `{"messages": [...]}` per line.
+    #[serde(rename = "openai")]
     OpenAi,
     /// ChatGPT data export `conversations.json`.
+    #[serde(rename = "chatgpt")]
     ChatGpt,
     /// Claude.ai data export `conversations.json`.
     Claude,
@@ -60,12 +62,14 @@ pub enum Format {
     /// Codex CLI rollout JSONL.
     Codex,
     /// ShareGPT `conversations` with `from`/`value`, JSON array or JSONL.
+    #[serde(rename = "sharegpt")]
     ShareGpt,
 }
 
 impl Format {
     /// The name used on the command line.
     pub fn name(self) -> &'static str {
+        // Keep in step with the serde names above (tested).
         match self {
             Format::Auto => "auto",
             Format::Jsonl => "jsonl",
@@ -495,4 +499,27 @@ fn is_unanswered(turn: &ParsedTurn) -> bool {
 /// 1-based line of a byte offset.
 fn line_of_offset(bytes: &[u8], offset: usize) -> u64 {
     bytes.iter().take(offset).filter(|&&b| b == b'\n').count() as u64 + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Format;
+
+    #[test]
+    fn json_names_are_the_command_line_names() {
+        let all = [
+            Format::Auto,
+            Format::Jsonl,
+            Format::OpenAi,
+            Format::ChatGpt,
+            Format::Claude,
+            Format::ClaudeCode,
+            Format::Codex,
+            Format::ShareGpt,
+        ];
+        for format in all {
+            let json = serde_json::to_value(format).unwrap();
+            assert_eq!(json, serde_json::Value::from(format.name()), "{format:?}");
+        }
+    }
 }
