@@ -331,14 +331,9 @@ fn focus_anchors(query: &QueryAnchors, postings: &[Vec<Posting>]) -> u64 {
 
 /// The query anchors that are framing words.
 fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
-    let cjk = anchor::cjk_framing_ngrams(text);
+    let framing = anchor::framing_hashes(text, anchor_hash);
     query.anchors().iter().enumerate().fold(0, |mask, (i, a)| {
-        let framing = if a.text.chars().all(|c| c.is_ascii_alphabetic()) {
-            anchor::is_framing_word(&a.text)
-        } else {
-            cjk.contains(&a.text)
-        };
-        if framing { mask | (1u64 << i) } else { mask }
+        if framing.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask }
     })
 }
 

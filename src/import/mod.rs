@@ -34,15 +34,16 @@ pub use jsonl::{Line as CanonicalLine, LineTool as CanonicalTool};
 pub use writer::BATCH_TURNS;
 
 use crate::gatekeeper::Gatekeeper;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use turns::{Conversation, ParsedTurn, Skipped};
 use writer::Writer;
 
-/// A conversation-log format. Serialized as the name `--format` takes ([`Format::name`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A conversation-log format. (De)serialized as the name `--format` takes ([`Format::name`]);
+/// the server takes it as a tool argument, with this enum's JSON Schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Detect per file.
@@ -520,6 +521,7 @@ mod tests {
         for format in all {
             let json = serde_json::to_value(format).unwrap();
             assert_eq!(json, serde_json::Value::from(format.name()), "{format:?}");
+            assert_eq!(serde_json::from_value::<Format>(json).unwrap(), format);
         }
     }
 }

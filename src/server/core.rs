@@ -71,43 +71,6 @@ impl From<PolicyParam> for Policy {
     }
 }
 
-/// Conversation-log format.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum FormatParam {
-    /// Detect per file.
-    Auto,
-    /// Canonical JSONL: {"session", "user", "assistant"} per line.
-    Jsonl,
-    /// OpenAI chat messages JSONL.
-    Openai,
-    /// ChatGPT data export conversations.json.
-    Chatgpt,
-    /// Claude.ai data export conversations.json.
-    Claude,
-    /// Claude Code session JSONL.
-    ClaudeCode,
-    /// Codex CLI rollout JSONL.
-    Codex,
-    /// ShareGPT conversations.
-    Sharegpt,
-}
-
-impl From<FormatParam> for Format {
-    fn from(f: FormatParam) -> Format {
-        match f {
-            FormatParam::Auto => Format::Auto,
-            FormatParam::Jsonl => Format::Jsonl,
-            FormatParam::Openai => Format::OpenAi,
-            FormatParam::Chatgpt => Format::ChatGpt,
-            FormatParam::Claude => Format::Claude,
-            FormatParam::ClaudeCode => Format::ClaudeCode,
-            FormatParam::Codex => Format::Codex,
-            FormatParam::Sharegpt => Format::ShareGpt,
-        }
-    }
-}
-
 /// Arguments of `select_context`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -178,7 +141,7 @@ pub struct ImportLogsParams {
     pub paths: Vec<PathBuf>,
     /// Log format (default auto: detected per file).
     #[serde(default)]
-    pub format: Option<FormatParam>,
+    pub format: Option<Format>,
     /// Put every conversation into this session instead of naming sessions from the source.
     #[serde(default)]
     pub session: Option<String>,
@@ -305,7 +268,7 @@ impl Core {
                     });
                 }
                 let options = ImportOptions {
-                    format: p.format.map_or(Format::Auto, Format::from),
+                    format: p.format.unwrap_or(Format::Auto),
                     session: p.session,
                     skip_invalid: p.skip_invalid,
                 };

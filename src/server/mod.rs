@@ -14,8 +14,8 @@ mod core;
 mod mcp;
 
 pub use self::core::{
-    BuildPromptParams, Core, FormatParam, GateParams, ImportLogsParams, ListSessionsParams, PolicyParam,
-    RecordTurnParams, SCHEMA_VERSION, SelectContextParams, TOOL_NAMES, ToolError, ToolSpec, tools,
+    BuildPromptParams, Core, GateParams, ImportLogsParams, ListSessionsParams, PolicyParam, RecordTurnParams,
+    SCHEMA_VERSION, SelectContextParams, TOOL_NAMES, ToolError, ToolSpec, tools,
 };
 pub use self::mcp::{McpServer, serve_stdio};
 

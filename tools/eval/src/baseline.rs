@@ -32,7 +32,7 @@ pub fn terms(text: &str) -> BTreeSet<String> {
         cjk_run.clear();
     };
     for c in lower.chars() {
-        if is_cjk(c) {
+        if ctxgate::text::is_cjk(c) {
             if !word.is_empty() {
                 flush(&mut word, &mut cjk_run);
             }
@@ -48,17 +48,6 @@ pub fn terms(text: &str) -> BTreeSet<String> {
     }
     flush(&mut word, &mut cjk_run);
     terms
-}
-
-/// CJK ideographs, kana and hangul: scripts written without spaces between words.
-fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3040..=0x30FF          // Hiragana, Katakana
-        | 0x3400..=0x4DBF        // CJK Extension A
-        | 0x4E00..=0x9FFF        // CJK Unified Ideographs
-        | 0xAC00..=0xD7AF        // Hangul syllables
-        | 0xF900..=0xFAFF        // CJK Compatibility Ideographs
-        | 0x20000..=0x2FA1F) // CJK Extensions B..F and compatibility supplement
 }
 
 /// Document frequencies over the turns of a set (a turn is its user and assistant text).
