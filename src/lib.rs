@@ -34,6 +34,7 @@
 
 pub mod anchor;
 mod error;
+pub mod evidence;
 pub mod gate;
 mod gatekeeper;
 mod history;
