@@ -28,6 +28,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An evidence ref that is not acceptable (absolute, `..`, a link out of the root).
+    #[error("{0}")]
+    BadRef(String),
+    /// Evidence that cannot be stored, found or read.
+    #[error("{0}")]
+    Evidence(String),
+    /// A projection spec that cannot be used.
+    #[error(transparent)]
+    Spec(#[from] crate::evidence::SpecError),
     /// No session has this name.
     #[error("no session named {name:?}: `ctxgate sessions` lists them")]
     UnknownSession {
@@ -48,9 +57,27 @@ impl Error {
             Error::InvalidInput { .. } => "bad_input",
             Error::InvalidOption { .. } => "invalid_option",
             Error::UnknownSession { .. } => "unknown_session",
+            Error::BadRef(_) => "bad_ref",
+            Error::Evidence(_) => "evidence",
+            Error::Spec(_) => "bad_spec",
         }
     }
 }
 
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<crate::evidence::RefError> for Error {
+    fn from(e: crate::evidence::RefError) -> Self {
+        Error::BadRef(e.to_string())
+    }
+}
+
+impl From<crate::evidence::ResolveError> for Error {
+    fn from(e: crate::evidence::ResolveError) -> Self {
+        match e {
+            crate::evidence::ResolveError::Escapes { .. } => Error::BadRef(e.to_string()),
+            crate::evidence::ResolveError::Io { .. } => Error::Evidence(e.to_string()),
+        }
+    }
+}

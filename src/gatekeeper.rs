@@ -36,6 +36,10 @@ pub struct Options {
     /// Default false: a commit is one fsync, and the first open after a crash repairs the file
     /// by walking it (about a second per few hundred MB). True costs a second fsync per commit.
     pub quick_repair: bool,
+    /// Where evidence documents are stored (DESIGN §4). Default: the root recorded in the
+    /// index, or else a directory beside the index file named after it (`x.redb` →
+    /// `x.evidence`).
+    pub evidence_root: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -47,6 +51,7 @@ impl Default for Options {
             cache_bytes: 64 * 1024 * 1024,
             busy_timeout: Duration::from_secs(5),
             quick_repair: false,
+            evidence_root: None,
         }
     }
 }

@@ -35,6 +35,7 @@
 pub mod anchor;
 mod error;
 pub mod evidence;
+mod evidence_store;
 pub mod gate;
 mod gatekeeper;
 mod history;
@@ -55,6 +56,7 @@ pub mod text;
 pub mod tokens;
 
 pub use error::{Error, Result};
+pub use evidence_store::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
 pub use gate::{GateDecision, Topic};
 pub use gatekeeper::{DEFAULT_TOKEN_BUDGET, Gatekeeper, Options, SessionInfo, Stats};
 pub use history::{RecordedGate, StoredTurn, ToolInfo};

@@ -10,6 +10,14 @@
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
 //! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |
+//! | `evidence` | evidence id | postcard `EvidenceRecord`: ref, kind, digest, sizes, projection, anchors |
+//! | `evidence_refs` | evidence ref | evidence id |
+//! | `evidence_postings` | `(hash, evidence id)` | term frequency, document length |
+//! | `evidence_terms` | anchor hash | evidence documents holding it |
+//!
+//! Evidence documents are few and large next to turns, and are replaced when their file
+//! changes, so their postings are one row per (anchor, document): written and removed directly,
+//! no log. `meta` holds their totals under the key `"evidence"`.
 //!
 //! # Log-structured postings
 //! Adding a turn writes its `turns` and `pending` rows and the session row: three small rows,
@@ -23,6 +31,7 @@
 //! a crash leaves either the whole turn (or batch) or none of it.
 
 mod error;
+pub(crate) mod evidence;
 mod format;
 mod keys;
 pub(crate) mod postings;
@@ -43,7 +52,10 @@ use error::corrupt;
 use redb::ReadableDatabase;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tables::{META, PENDING, POSTINGS, SESSION_NAMES, SESSIONS, TERMS, TURNS};
+use tables::{
+    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, SESSION_NAMES,
+    SESSIONS, TERMS, TURNS,
+};
 use view::Tables;
 
 /// Pending turns folded into postings at once (see the module doc).
@@ -106,6 +118,15 @@ impl Store {
                 let bytes =
                     table.get(META_KEY)?.ok_or_else(|| Error::NotAnIndex { path: self.path.clone() })?;
                 format::check_meta(&self.path, bytes.value())?;
+                let has_evidence = txn.list_tables()?.any(|t| redb::TableHandle::name(&t) == "evidence");
+                drop(table);
+                drop(txn);
+                if !has_evidence {
+                    // An index made before evidence existed: the same format plus four tables.
+                    let txn = self.db.begin_write()?;
+                    create_evidence_tables(&txn)?;
+                    txn.commit()?;
+                }
                 Ok(())
             }
             Err(redb::TableError::TableDoesNotExist(_)) => {
@@ -134,6 +155,7 @@ impl Store {
             txn.open_table(PENDING)?;
             txn.open_table(TERMS)?;
             txn.open_table(POSTINGS)?;
+            create_evidence_tables(&txn)?;
         }
         txn.commit()?;
         log::info!("created index {}", self.path.display());
@@ -165,6 +187,10 @@ impl Store {
                 pending: txn.open_table(PENDING)?,
                 terms: txn.open_table(TERMS)?,
                 postings: txn.open_table(POSTINGS)?,
+                evidence: txn.open_table(EVIDENCE)?,
+                evidence_refs: txn.open_table(EVIDENCE_REFS)?,
+                evidence_postings: txn.open_table(EVIDENCE_POSTINGS)?,
+                evidence_terms: txn.open_table(EVIDENCE_TERMS)?,
             },
         )
     }
@@ -185,6 +211,10 @@ impl Store {
                 pending: txn.open_table(PENDING).map_err(Error::from)?,
                 terms: txn.open_table(TERMS).map_err(Error::from)?,
                 postings: txn.open_table(POSTINGS).map_err(Error::from)?,
+                evidence: txn.open_table(EVIDENCE).map_err(Error::from)?,
+                evidence_refs: txn.open_table(EVIDENCE_REFS).map_err(Error::from)?,
+                evidence_postings: txn.open_table(EVIDENCE_POSTINGS).map_err(Error::from)?,
+                evidence_terms: txn.open_table(EVIDENCE_TERMS).map_err(Error::from)?,
             };
             let mut view = View::open(&self.path, tables)?;
             let value = f(&mut view)?;
@@ -200,6 +230,14 @@ impl Store {
     pub fn compact(&mut self) -> Result<bool, Error> {
         Ok(self.db.compact().map_err(redb::Error::from)?)
     }
+}
+
+fn create_evidence_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
+    txn.open_table(EVIDENCE)?;
+    txn.open_table(EVIDENCE_REFS)?;
+    txn.open_table(EVIDENCE_POSTINGS)?;
+    txn.open_table(EVIDENCE_TERMS)?;
+    Ok(())
 }
 
 /// The first bytes of every redb file.

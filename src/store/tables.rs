@@ -17,3 +17,12 @@ pub const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending")
 pub const TERMS: TableDefinition<u64, u64> = TableDefinition::new("terms");
 /// Posting key -> posting chunk ([`super::postings`]).
 pub const POSTINGS: TableDefinition<u128, &[u8]> = TableDefinition::new("postings");
+/// Evidence id -> postcard [`super::evidence::EvidenceRecord`].
+pub const EVIDENCE: TableDefinition<u32, &[u8]> = TableDefinition::new("evidence");
+/// Evidence ref -> evidence id.
+pub const EVIDENCE_REFS: TableDefinition<&str, u32> = TableDefinition::new("evidence_refs");
+/// `(anchor hash, evidence id)` -> (term frequency in that document, its length in anchors).
+pub const EVIDENCE_POSTINGS: TableDefinition<(u64, u32), (u32, u32)> =
+    TableDefinition::new("evidence_postings");
+/// Anchor hash -> number of evidence documents holding it.
+pub const EVIDENCE_TERMS: TableDefinition<u64, u32> = TableDefinition::new("evidence_terms");

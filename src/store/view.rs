@@ -28,6 +28,14 @@ pub trait Source {
     type Terms: ReadableTable<u64, u64>;
     /// `postings`.
     type Postings: ReadableTable<u128, &'static [u8]>;
+    /// `evidence`.
+    type EvidenceDocs: ReadableTable<u32, &'static [u8]>;
+    /// `evidence_refs`.
+    type EvidenceRefs: ReadableTable<&'static str, u32>;
+    /// `evidence_postings`.
+    type EvidencePostings: ReadableTable<(u64, u32), (u32, u32)>;
+    /// `evidence_terms`.
+    type EvidenceTerms: ReadableTable<u64, u32>;
 }
 
 /// Tables of a read transaction.
@@ -39,6 +47,10 @@ impl Source for ReadSource {
     type Blocks = ReadOnlyTable<u64, &'static [u8]>;
     type Terms = ReadOnlyTable<u64, u64>;
     type Postings = ReadOnlyTable<u128, &'static [u8]>;
+    type EvidenceDocs = ReadOnlyTable<u32, &'static [u8]>;
+    type EvidenceRefs = ReadOnlyTable<&'static str, u32>;
+    type EvidencePostings = ReadOnlyTable<(u64, u32), (u32, u32)>;
+    type EvidenceTerms = ReadOnlyTable<u64, u32>;
 }
 
 /// Tables of a write transaction.
@@ -50,6 +62,10 @@ impl<'t> Source for WriteSource<'t> {
     type Blocks = Table<'t, u64, &'static [u8]>;
     type Terms = Table<'t, u64, u64>;
     type Postings = Table<'t, u128, &'static [u8]>;
+    type EvidenceDocs = Table<'t, u32, &'static [u8]>;
+    type EvidenceRefs = Table<'t, &'static str, u32>;
+    type EvidencePostings = Table<'t, (u64, u32), (u32, u32)>;
+    type EvidenceTerms = Table<'t, u64, u32>;
 }
 
 /// The opened tables of one transaction.
@@ -61,6 +77,10 @@ pub(super) struct Tables<S: Source> {
     pub pending: S::Blocks,
     pub terms: S::Terms,
     pub postings: S::Postings,
+    pub evidence: S::EvidenceDocs,
+    pub evidence_refs: S::EvidenceRefs,
+    pub evidence_postings: S::EvidencePostings,
+    pub evidence_terms: S::EvidenceTerms,
 }
 
 /// The pending (not yet folded) turns, decoded once per view.
@@ -147,7 +167,7 @@ pub struct Counts {
 pub struct View<S: Source> {
     path: PathBuf,
     meta: MetaRecord,
-    tables: Tables<S>,
+    pub(super) tables: Tables<S>,
     pending: PendingBlocks,
     meta_dirty: bool,
     /// Folded document frequencies read in this view (a bulk import looks the same ones up

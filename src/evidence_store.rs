@@ -1,0 +1,434 @@
+//! The gatekeeper's evidence (DESIGN §4): store a document and print its projection (the dual
+//! write), index an existing tree in place, read a document back by ref, project it again.
+//!
+//! Files under the evidence root are never modified: a document is written once, to a new
+//! file; storing different bytes under an existing ref is refused. The index keeps each
+//! document's digest, projection and anchors, so queries never read evidence files.
+
+use crate::anchor;
+use crate::error::{Error, Result};
+use crate::evidence::{self, Document, EvidenceRef, Projection, Spec};
+use crate::gatekeeper::Gatekeeper;
+use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
+use crate::store::{Source, View, anchor_hash};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Documents projected and written per transaction when indexing a tree: bounds memory by
+/// the batch, not the tree.
+const INDEX_BATCH: usize = 256;
+
+/// How to project a document.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EvidenceOptions<'a> {
+    /// Per-kind rules; without one, the default projection.
+    pub spec: Option<&'a Spec>,
+    /// The kind to project as; without one, the spec's `match` globs decide.
+    pub kind: Option<&'a str>,
+}
+
+/// An indexed document, as `evidence list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EvidenceInfo {
+    /// Its ref.
+    pub evidence_ref: String,
+    /// The kind it was projected as.
+    pub kind: String,
+    /// File size.
+    pub bytes: u64,
+    /// Token estimate of the whole document.
+    pub full_tokens: u32,
+    /// Token estimate of its projection.
+    pub projection_tokens: u32,
+    /// The session whose tool output it is, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+/// What `evidence index` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EvidenceIndexReport {
+    /// The evidence root (the directory indexed).
+    pub root: String,
+    /// Documents new or changed, now indexed.
+    pub indexed: u64,
+    /// Documents whose bytes had not changed since they were indexed.
+    pub unchanged: u64,
+    /// Documents indexed before that are no longer in the tree.
+    pub removed: u64,
+    /// Files left out, with why.
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// A file `evidence index` left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedFile {
+    /// Its path.
+    pub path: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl Gatekeeper {
+    /// The evidence root: [`crate::Options::evidence_root`], else the one recorded in the
+    /// index, else `x.evidence` beside the index file `x.redb`.
+    pub fn evidence_root(&self) -> Result<PathBuf> {
+        let meta = self.store().read()?.evidence_meta()?;
+        Ok(self.root_for(&meta, None)?)
+    }
+
+    fn root_for(&self, meta: &EvidenceMeta, requested: Option<&Path>) -> Result<PathBuf> {
+        let requested = requested.or(self.options().evidence_root.as_deref());
+        let Some(requested) = requested else {
+            return Ok(match &meta.root {
+                Some(root) => PathBuf::from(root),
+                None => self.path().with_extension("evidence"),
+            });
+        };
+        let root = absolute(requested)?;
+        if let Some(recorded) = &meta.root
+            && Path::new(recorded) != root
+            && meta.documents > 0
+        {
+            return Err(Error::Evidence(format!(
+                "the index's evidence is under {recorded}, not {}: use that root, or `ctxgate evidence forget` what is indexed first",
+                root.display()
+            )));
+        }
+        Ok(root)
+    }
+
+    /// Stores `bytes` as the document `reference` under the evidence root and indexes it;
+    /// returns its projection. The dual write of DESIGN §4: the disk gets everything, the
+    /// caller gets the projection.
+    ///
+    /// Storing the same bytes again is a no-op (the projection is made again, with `options`).
+    ///
+    /// # Errors
+    /// [`Error::BadRef`] for a ref that is absolute, has `..`, or leads out of the root
+    /// through a link; [`Error::Evidence`] if a different file already has this ref (evidence
+    /// is never modified) or the file cannot be written.
+    pub fn put_evidence(
+        &self,
+        reference: &str,
+        bytes: &[u8],
+        options: &EvidenceOptions<'_>,
+    ) -> Result<Projection> {
+        let reference = EvidenceRef::parse(reference)?;
+        let meta = self.store().read()?.evidence_meta()?;
+        let root = self.root_for(&meta, None)?;
+        write_once(&reference, &root, bytes)?;
+        let (projection, record) = self.prepare(&reference, bytes, options, None)?;
+        let root_text = absolute(&root)?.to_string_lossy().into_owned();
+        self.store().write(|view| -> Result<()> {
+            view.set_evidence_root(&root_text)?;
+            view.put_evidence(&record)?;
+            Ok(())
+        })?;
+        Ok(projection)
+    }
+
+    /// Indexes every file under `dir` in place, with refs relative to `dir`, which becomes
+    /// the evidence root. Files whose bytes are unchanged since they were indexed are skipped
+    /// (by digest); documents no longer in the tree are dropped from the index. Files are read
+    /// and projected in parallel, written [`INDEX_BATCH`] per transaction.
+    ///
+    /// # Errors
+    /// [`Error::Evidence`] if `dir` is not a directory, or is not the index's recorded root
+    /// while evidence is indexed under that one.
+    pub fn index_evidence(&self, dir: &Path, options: &EvidenceOptions<'_>) -> Result<EvidenceIndexReport> {
+        if !dir.is_dir() {
+            return Err(Error::Evidence(format!("{}: not a directory", dir.display())));
+        }
+        let view = self.store().read()?;
+        let root = self.root_for(&view.evidence_meta()?, Some(dir))?;
+        let mut stored: BTreeMap<String, (u64, Option<u32>)> = BTreeMap::new();
+        view.for_each_evidence(|_, r| {
+            stored.insert(r.reference, (r.digest, r.session));
+            true
+        })?;
+        drop(view);
+
+        let mut report = EvidenceIndexReport { root: root.display().to_string(), ..Default::default() };
+        let index_file = absolute(self.path())?;
+        let mut files = Vec::new();
+        walk(&root, &root, &index_file, &mut files, &mut report.skipped);
+        let root_text = root.to_string_lossy().into_owned();
+        let mut seen = std::collections::BTreeSet::new();
+        for batch in files.chunks(INDEX_BATCH) {
+            let prepared: Vec<Result<Option<EvidenceRecord>, SkippedFile>> = self.in_pool(|| {
+                batch
+                    .par_iter()
+                    .map(|(path, reference)| {
+                        let skip = |reason: String| SkippedFile { path: path.display().to_string(), reason };
+                        let bytes = std::fs::read(path).map_err(|e| skip(e.to_string()))?;
+                        let digest = xxhash_rust::xxh3::xxh3_64(&bytes);
+                        let before = stored.get(reference.as_str());
+                        if before.is_some_and(|(d, _)| *d == digest) {
+                            return Ok(None);
+                        }
+                        let session = before.and_then(|(_, s)| *s);
+                        self.prepare(reference, &bytes, options, session)
+                            .map(|(_, r)| Some(r))
+                            .map_err(|e| skip(e.to_string()))
+                    })
+                    .collect()
+            });
+            let mut records = Vec::new();
+            for ((_, reference), outcome) in batch.iter().zip(prepared) {
+                match outcome {
+                    Ok(Some(record)) => {
+                        seen.insert(reference.as_str().to_string());
+                        records.push(record);
+                    }
+                    Ok(None) => {
+                        seen.insert(reference.as_str().to_string());
+                        report.unchanged += 1;
+                    }
+                    Err(skipped) => report.skipped.push(skipped),
+                }
+            }
+            report.indexed += records.len() as u64;
+            self.store().write(|view| -> Result<()> {
+                view.set_evidence_root(&root_text)?;
+                for record in &records {
+                    view.put_evidence(record)?;
+                }
+                Ok(())
+            })?;
+        }
+        let gone: Vec<&String> = stored.keys().filter(|r| !seen.contains(*r)).collect();
+        if !gone.is_empty() {
+            report.removed = self.store().write(|view| -> Result<u64> {
+                view.set_evidence_root(&root_text)?;
+                let mut removed = 0;
+                for reference in gone {
+                    removed += u64::from(view.remove_evidence(reference)?);
+                }
+                Ok(removed)
+            })?;
+        }
+        Ok(report)
+    }
+
+    /// The bytes of document `reference`, or with `pointer` the JSON value at that RFC 6901
+    /// pointer (pretty-printed): reading evidence by reference.
+    ///
+    /// # Errors
+    /// [`Error::BadRef`], or [`Error::Evidence`] if there is no such file, the document is
+    /// not JSON, or nothing is at the pointer.
+    pub fn read_evidence(&self, reference: &str, pointer: Option<&str>) -> Result<Vec<u8>> {
+        let reference = EvidenceRef::parse(reference)?;
+        let (_, bytes) = self.read_file(&reference)?;
+        let Some(pointer) = pointer else { return Ok(bytes) };
+        let Document::Json(value) = Document::parse(&bytes) else {
+            return Err(Error::Evidence(format!(
+                "{reference} is not a JSON document: read it without --pointer"
+            )));
+        };
+        evidence::pointer::segments(pointer).map_err(Error::Evidence)?;
+        let part = value
+            .pointer(pointer)
+            .ok_or_else(|| Error::Evidence(format!("{reference} has nothing at pointer {pointer:?}")))?;
+        let mut out = serde_json::to_vec_pretty(part).map_err(|e| Error::Evidence(e.to_string()))?;
+        out.push(b'\n');
+        Ok(out)
+    }
+
+    /// The projection of document `reference` as it is on disk now. Without a kind in
+    /// `options`, the kind it was indexed as (if the spec has it), else the spec's globs.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::read_evidence`]; [`Error::Evidence`] for a kind the spec lacks.
+    pub fn project_evidence(&self, reference: &str, options: &EvidenceOptions<'_>) -> Result<Projection> {
+        let reference = EvidenceRef::parse(reference)?;
+        let (_, bytes) = self.read_file(&reference)?;
+        let stored_kind = self.store().read()?.evidence_by_ref(reference.as_str())?.map(|(_, r)| r.kind);
+        let kind = options
+            .kind
+            .or_else(|| stored_kind.as_deref().filter(|k| options.spec.is_some_and(|s| s.kind(k).is_some())));
+        evidence::project(&reference, &Document::parse(&bytes), options.spec, kind).map_err(Error::Evidence)
+    }
+
+    /// Every indexed document, by ref.
+    pub fn list_evidence(&self) -> Result<Vec<EvidenceInfo>> {
+        let view = self.store().read()?;
+        let names = session_names(&view)?;
+        let mut out = Vec::new();
+        view.for_each_evidence(|_, r| {
+            out.push(EvidenceInfo {
+                session: r.session.and_then(|s| names.get(&s).cloned()),
+                evidence_ref: r.reference,
+                kind: r.kind,
+                bytes: r.bytes,
+                full_tokens: r.full_tokens,
+                projection_tokens: r.projection_tokens,
+            });
+            true
+        })?;
+        out.sort_by(|a, b| a.evidence_ref.cmp(&b.evidence_ref));
+        Ok(out)
+    }
+
+    /// Drops documents from the index (their files stay). Returns how many were indexed.
+    pub fn forget_evidence(&self, references: &[String]) -> Result<u64> {
+        for r in references {
+            EvidenceRef::parse(r)?;
+        }
+        self.store().write(|view| -> Result<u64> {
+            let mut removed = 0;
+            for r in references {
+                removed += u64::from(view.remove_evidence(r)?);
+            }
+            Ok(removed)
+        })
+    }
+
+    fn read_file(&self, reference: &EvidenceRef) -> Result<(PathBuf, Vec<u8>)> {
+        let root = self.evidence_root()?;
+        let path = reference.resolve_existing(&root).map_err(|e| match e {
+            evidence::ResolveError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::Evidence(format!("no evidence {reference} under {}", root.display()))
+            }
+            other => other.into(),
+        })?;
+        let bytes = std::fs::read(&path).map_err(|e| Error::Evidence(format!("{}: {e}", path.display())))?;
+        Ok((path, bytes))
+    }
+
+    /// The projection and index record of a document.
+    pub(crate) fn prepare(
+        &self,
+        reference: &EvidenceRef,
+        bytes: &[u8],
+        options: &EvidenceOptions<'_>,
+        session: Option<u32>,
+    ) -> Result<(Projection, EvidenceRecord)> {
+        let doc = Document::parse(bytes);
+        let projection =
+            evidence::project(reference, &doc, options.spec, options.kind).map_err(Error::Evidence)?;
+        let compact = serde_json::to_string(&projection).map_err(|e| Error::Evidence(e.to_string()))?;
+        let estimator = self.estimator();
+        let full_tokens = match &doc {
+            Document::Text(text) => estimator.estimate(text),
+            _ => estimator.estimate(&String::from_utf8_lossy(bytes)),
+        };
+        let anchors = anchor::extract_hashed(&evidence::indexed_text(&doc), anchor_hash)
+            .into_iter()
+            .map(|a| (a.hash, a.tf))
+            .collect();
+        let record = EvidenceRecord {
+            reference: reference.as_str().to_string(),
+            kind: projection.kind.clone(),
+            digest: xxhash_rust::xxh3::xxh3_64(bytes),
+            bytes: bytes.len() as u64,
+            session,
+            full_tokens,
+            projection_tokens: estimator.estimate(&compact),
+            projection: compact,
+            anchors,
+        };
+        Ok((projection, record))
+    }
+}
+
+fn session_names<S: Source>(view: &View<S>) -> Result<BTreeMap<u32, String>> {
+    Ok(view.sessions()?.into_iter().map(|(id, r)| (id, r.name)).collect())
+}
+
+/// `path` made absolute, with links resolved if it exists.
+fn absolute(path: &Path) -> Result<PathBuf> {
+    path.canonicalize()
+        .or_else(|_| std::path::absolute(path))
+        .map_err(|e| Error::Evidence(format!("{}: {e}", path.display())))
+}
+
+/// Writes `bytes` as a new file for `reference`, or accepts an existing file with the same
+/// bytes. Never changes an existing file.
+fn write_once(reference: &EvidenceRef, root: &Path, bytes: &[u8]) -> Result<()> {
+    let path = reference.resolve_new(root)?;
+    match std::fs::symlink_metadata(&path) {
+        Ok(_) => {
+            let existing = reference.resolve_existing(root)?;
+            let same = std::fs::read(&existing).map(|old| old == bytes).unwrap_or(false);
+            return if same {
+                Ok(())
+            } else {
+                Err(Error::Evidence(format!(
+                    "evidence {reference} already exists with other content; evidence is never modified: store it under a new ref"
+                )))
+            };
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::Evidence(format!("{}: {e}", path.display()))),
+    }
+    let io = |e: std::io::Error| Error::Evidence(format!("{}: {e}", path.display()));
+    // A temporary file renamed into place: a crash never leaves a partial document under the ref.
+    let tmp = path.with_file_name(format!(
+        ".{}.ctxgate-tmp",
+        path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    ));
+    {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(io)?;
+        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(io)?;
+    }
+    // `hard_link` fails if the ref appeared meanwhile, where `rename` would replace it.
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    linked.map_err(io)
+}
+
+/// Collects the files under `dir` with their refs, in path order. Links are followed only
+/// where they stay inside the root; anything else is skipped with the reason.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    index_file: &Path,
+    files: &mut Vec<(PathBuf, EvidenceRef)>,
+    skipped: &mut Vec<SkippedFile>,
+) {
+    let skip = |path: &Path, reason: String| SkippedFile { path: path.display().to_string(), reason };
+    let mut entries: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+        Err(e) => {
+            skipped.push(skip(dir, e.to_string()));
+            return;
+        }
+    };
+    entries.sort();
+    for path in entries {
+        let Ok(relative) = path.strip_prefix(root) else { continue };
+        let reference = match EvidenceRef::from_relative_path(relative) {
+            Ok(r) => r,
+            Err(e) => {
+                skipped.push(skip(&path, e.reason.to_string()));
+                continue;
+            }
+        };
+        if path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".ctxgate-tmp")) {
+            continue;
+        }
+        let real = match reference.resolve_existing(root) {
+            Ok(_) => path.canonicalize().unwrap_or_else(|_| path.clone()),
+            Err(e) => {
+                skipped.push(skip(&path, e.to_string()));
+                continue;
+            }
+        };
+        if real == index_file {
+            continue;
+        }
+        if real.is_dir() {
+            if path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
+                skipped.push(skip(&path, "a link to a directory: not followed".into()));
+                continue;
+            }
+            walk(root, &path, index_file, files, skipped);
+        } else if real.is_file() {
+            files.push((path, reference));
+        }
+    }
+}
