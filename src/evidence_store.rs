@@ -77,7 +77,7 @@ impl Gatekeeper {
     /// index, else `x.evidence` beside the index file `x.redb`.
     pub fn evidence_root(&self) -> Result<PathBuf> {
         let meta = self.store().read()?.evidence_meta()?;
-        Ok(self.root_for(&meta, None)?)
+        self.root_for(&meta, None)
     }
 
     fn root_for(&self, meta: &EvidenceMeta, requested: Option<&Path>) -> Result<PathBuf> {

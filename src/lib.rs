@@ -35,6 +35,7 @@
 pub mod anchor;
 mod error;
 pub mod evidence;
+mod evidence_recall;
 mod evidence_store;
 pub mod gate;
 mod gatekeeper;
@@ -63,4 +64,6 @@ pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::{Format, ImportOptions, ImportReport};
 pub use query::QueryAnchor;
 pub use select::Policy;
-pub use session::{Budget, MAX_TEXT_BYTES, SelectOptions, SelectedBlock, Selection, Session, TurnId};
+pub use session::{
+    Budget, MAX_TEXT_BYTES, SelectOptions, SelectedBlock, SelectedEvidence, Selection, Session, TurnId,
+};

@@ -3,6 +3,7 @@
 
 use crate::anchor::{self, HashedAnchor};
 use crate::error::Result;
+use crate::evidence_recall;
 use crate::gate::{self, ContentWords, GateDecision, Topic};
 use crate::prune;
 use crate::query::{self, QueryAnchors};
@@ -147,6 +148,24 @@ pub struct Outcome {
     pub used_tokens: u32,
     /// Query anchors covered by the chosen blocks.
     pub covered: u64,
+    /// Chosen evidence projections, in the order they were chosen.
+    pub evidence: Vec<ChosenEvidence>,
+}
+
+/// One chosen evidence projection.
+pub struct ChosenEvidence {
+    /// Its ref.
+    pub reference: String,
+    /// Its kind.
+    pub kind: String,
+    /// The projection, compact JSON.
+    pub projection: String,
+    /// Evidence recall score.
+    pub score: f64,
+    /// Query anchors it covered first.
+    pub newly_covered: u64,
+    /// Token estimate of the projection.
+    pub tokens: u32,
 }
 
 /// One chosen block.
@@ -175,6 +194,10 @@ pub struct SelectParams<'a> {
     pub block_overhead: u32,
     /// Selection policy.
     pub policy: Policy,
+    /// Offer evidence projections too.
+    pub evidence: bool,
+    /// Tokens each chosen projection costs beyond its text (prompt framing).
+    pub evidence_overhead: u32,
     /// The token estimator.
     pub estimator: &'a dyn TokenEstimator,
 }
@@ -235,11 +258,47 @@ pub fn select<S: Source>(
         pruned.push((candidate, block, tokens));
     }
 
-    let picks = select::choose(&query, &offers, params.budget, params.policy, focus);
+    // Evidence projections compete in the same greedy: a projection is a block whose cost is
+    // its own size, and whose anchors are the whole document's (the projection says where to
+    // read what it leaves out). Ties go to turns.
+    let turn_offers = offers.len();
+    let evidence = if params.evidence {
+        evidence_recall::recall(view, session.id, &query, scored)?
+    } else {
+        evidence_recall::EvidenceRecall::default()
+    };
+    let mut evidence_tokens = Vec::with_capacity(evidence.candidates.len());
+    for candidate in &evidence.candidates {
+        let tokens = params.estimator.estimate(&candidate.record.projection);
+        evidence_tokens.push(tokens);
+        offers.push(Offer {
+            turn: u32::MAX,
+            tokens: tokens.saturating_add(params.evidence_overhead),
+            matched: candidate.matched,
+        });
+    }
+
+    let picks = select::choose(&query, &offers, params.budget, params.policy, focus | evidence.focus);
     let mut covered = 0;
     let mut used_tokens = 0;
+    let mut chosen_evidence = Vec::new();
+    for pick in picks.iter().filter(|p| p.offer >= turn_offers) {
+        let candidate = &evidence.candidates[pick.offer - turn_offers];
+        let tokens = evidence_tokens[pick.offer - turn_offers];
+        covered |= candidate.matched;
+        used_tokens += tokens;
+        chosen_evidence.push(ChosenEvidence {
+            reference: candidate.record.reference.clone(),
+            kind: candidate.record.kind.clone(),
+            projection: candidate.record.projection.clone(),
+            score: candidate.score,
+            newly_covered: pick.newly_covered,
+            tokens,
+        });
+    }
     let mut blocks: Vec<ChosenBlock> = picks
         .iter()
+        .filter(|p| p.offer < turn_offers)
         .map(|pick| {
             let (candidate, block, tokens) = &pruned[pick.offer];
             covered |= block.matched;
@@ -255,7 +314,7 @@ pub fn select<S: Source>(
         })
         .collect();
     blocks.sort_by_key(|b| b.turn);
-    Ok(Outcome { query, decision, blocks, used_tokens, covered })
+    Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence })
 }
 
 /// The postings of each query anchor in `wanted` (others get an empty list) in the session's

@@ -5,6 +5,9 @@ use crate::session::Selection;
 /// Heading before the selected turns.
 pub const CONTEXT_HEADING: &str =
     "Earlier conversation (selected by ctxgate, pruned to the relevant sentences):";
+/// Heading before the evidence projections.
+pub const EVIDENCE_HEADING: &str = "Evidence (projections of documents kept on disk: facts are exact copies; \
+read anything omitted by its evidence_ref):";
 /// Heading before the question.
 pub const QUESTION_HEADING: &str = "Current question:";
 
@@ -25,6 +28,13 @@ pub fn render(selection: &Selection, query: &str) -> String {
             out.push('\n');
         }
     }
+    if !selection.evidence.is_empty() {
+        out.push_str(EVIDENCE_HEADING);
+        out.push_str("\n\n");
+        for evidence in &selection.evidence {
+            out.push_str(&format!("[evidence]\n{}\n\n", evidence.projection));
+        }
+    }
     out.push_str(&render_question(query));
     out
 }
@@ -42,4 +52,10 @@ pub fn framing(query: &str) -> String {
 /// The per-block framing: `[turn N]`, the side labels and line breaks.
 pub fn block_framing(turn_id: u32) -> String {
     format!("[turn {turn_id}]\nUser: \nAssistant: \n\n")
+}
+
+/// The framing of one projection in a prompt, counted once per projection (the heading with
+/// it, so a prompt with any evidence has room for the heading).
+pub fn evidence_framing() -> String {
+    format!("{EVIDENCE_HEADING}\n\n[evidence]\n\n\n")
 }

@@ -25,6 +25,8 @@ pub struct SelectOptions {
     pub as_of: Option<u32>,
     /// Selection policy (default: `Options::policy`).
     pub policy: Option<Policy>,
+    /// Leave evidence projections out (default: offer them, DESIGN §4).
+    pub no_evidence: bool,
 }
 
 /// The budget of a selection and what it used.
@@ -53,6 +55,23 @@ pub struct SelectedBlock {
     pub tokens: u32,
 }
 
+/// One selected evidence projection (DESIGN §4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedEvidence {
+    /// Where the full document is, relative to the evidence root.
+    pub evidence_ref: String,
+    /// Its kind.
+    pub kind: String,
+    /// The evidence recall score.
+    pub score: f64,
+    /// Query anchors it covered first.
+    pub covered_anchors: Vec<String>,
+    /// Estimated tokens of the projection.
+    pub tokens: u32,
+    /// The projection envelope.
+    pub projection: serde_json::Value,
+}
+
 /// What ctxgate selected for a query, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Selection {
@@ -72,6 +91,8 @@ pub struct Selection {
     pub coverage: f64,
     /// Selected blocks in chronological order.
     pub blocks: Vec<SelectedBlock>,
+    /// Selected evidence projections, in the order they were chosen.
+    pub evidence: Vec<SelectedEvidence>,
 }
 
 /// A named session of a [`Gatekeeper`]. Cheap: holds the name, not a transaction.
@@ -148,10 +169,10 @@ impl<'g> Session<'g> {
     /// [`Error::UnknownSession`], [`Error::InvalidInput`] for a blank query or an `as_of`
     /// beyond the session's turns.
     pub fn select_with(&self, query: &str, options: &SelectOptions) -> Result<Selection> {
-        self.select_inner(query, options, 0)
+        self.select_inner(query, options, (0, 0))
     }
 
-    fn select_inner(&self, query: &str, options: &SelectOptions, block_overhead: u32) -> Result<Selection> {
+    fn select_inner(&self, query: &str, options: &SelectOptions, overhead: (u32, u32)) -> Result<Selection> {
         check_query(query)?;
         let defaults = self.gatekeeper.options();
         let budget = options.budget.unwrap_or(defaults.token_budget);
@@ -160,8 +181,15 @@ impl<'g> Session<'g> {
         let (id, record) = self.lookup(&view)?;
         let as_of = resolve_as_of(options.as_of, record.turn_count)?;
         let session = SessionRef { id, record: &record };
-        let params =
-            SelectParams { as_of, budget, block_overhead, policy, estimator: self.gatekeeper.estimator() };
+        let params = SelectParams {
+            as_of,
+            budget,
+            block_overhead: overhead.0,
+            policy,
+            evidence: !options.no_evidence,
+            evidence_overhead: overhead.1,
+            estimator: self.gatekeeper.estimator(),
+        };
         let outcome = self.gatekeeper.in_pool(|| pipeline::select(&view, &session, query, &params))?;
         let total = outcome.query.idf_of(outcome.query.full_mask());
         let coverage = if total > 0.0 { outcome.query.idf_of(outcome.covered) / total } else { 0.0 };
@@ -177,6 +205,19 @@ impl<'g> Session<'g> {
                 tokens: b.tokens,
             })
             .collect();
+        let evidence = outcome
+            .evidence
+            .into_iter()
+            .map(|e| SelectedEvidence {
+                evidence_ref: e.reference,
+                kind: e.kind,
+                score: e.score,
+                covered_anchors: outcome.query.texts_of(e.newly_covered),
+                tokens: e.tokens,
+                // Stored by `put_evidence` from a serialized projection: it parses.
+                projection: serde_json::from_str(&e.projection).unwrap_or(serde_json::Value::Null),
+            })
+            .collect();
         Ok(Selection {
             session: self.name.clone(),
             query: query.to_string(),
@@ -186,6 +227,7 @@ impl<'g> Session<'g> {
             budget: Budget { limit: budget, used: outcome.used_tokens },
             coverage,
             blocks,
+            evidence,
         })
     }
 
@@ -209,8 +251,9 @@ impl<'g> Session<'g> {
         }
         let reserved = estimator.estimate(&prompt::framing(query));
         let overhead = estimator.estimate(&prompt::block_framing(u32::MAX));
+        let evidence_overhead = estimator.estimate(&prompt::evidence_framing());
         let options = SelectOptions { budget: Some(budget.saturating_sub(reserved)), ..*options };
-        let selection = self.select_inner(query, &options, overhead)?;
+        let selection = self.select_inner(query, &options, (overhead, evidence_overhead))?;
         Ok(prompt::render(&selection, query))
     }
 

@@ -5,6 +5,7 @@
 
 mod add;
 mod compact;
+mod evidence;
 mod exit;
 mod export;
 mod forget;
@@ -42,6 +43,10 @@ pub struct Cli {
     /// Index file [default: $CTXGATE_DB, else index.redb in the platform data directory]
     #[arg(long, global = true, env = "CTXGATE_DB", value_name = "PATH")]
     db: Option<PathBuf>,
+    /// Evidence root [default: $CTXGATE_EVIDENCE_ROOT, else the one recorded in the index, else
+    /// NAME.evidence beside the index file NAME.redb]
+    #[arg(long, global = true, env = "CTXGATE_EVIDENCE_ROOT", value_name = "DIR")]
+    evidence_root: Option<PathBuf>,
     /// Print JSON for agents and scripts instead of text for people
     #[arg(long, global = true)]
     json: bool,
@@ -91,6 +96,8 @@ enum Command {
     Rebuild,
     /// Serve the index to agents over the Model Context Protocol (stdio)
     Serve(serve::Args),
+    /// Evidence documents: store (printing the projection), index a tree, show, project, list
+    Evidence(evidence::Args),
 }
 
 /// Options every command shares.
@@ -101,6 +108,7 @@ pub struct Global {
     pub json: bool,
     threads: usize,
     busy_timeout: f64,
+    evidence_root: Option<PathBuf>,
 }
 
 impl Global {
@@ -108,7 +116,12 @@ impl Global {
     pub fn open(&self, budget: Option<u32>, policy: Option<Policy>) -> anyhow::Result<Gatekeeper> {
         let busy_timeout = std::time::Duration::try_from_secs_f64(self.busy_timeout)
             .map_err(|_| anyhow::anyhow!("--busy-timeout must be a number of seconds from 0 to 10^19"))?;
-        let mut options = Options { threads: self.threads, busy_timeout, ..Options::default() };
+        let mut options = Options {
+            threads: self.threads,
+            busy_timeout,
+            evidence_root: self.evidence_root.clone(),
+            ..Options::default()
+        };
         if let Some(budget) = budget {
             options.token_budget = budget;
         }
@@ -146,7 +159,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(path) => path,
         None => default_db()?,
     };
-    let global = Global { db, json: cli.json, threads: cli.threads, busy_timeout: cli.busy_timeout };
+    let global = Global {
+        db,
+        json: cli.json,
+        threads: cli.threads,
+        busy_timeout: cli.busy_timeout,
+        evidence_root: cli.evidence_root,
+    };
     match cli.command {
         Command::Add(args) => add::run(&global, &args),
         Command::Select(args) => select::run(&global, &args),
@@ -162,6 +181,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Compact => compact::run(&global),
         Command::Rebuild => rebuild::run(&global),
         Command::Serve(args) => serve::run(&global, &args),
+        Command::Evidence(args) => evidence::run(&global, &args),
     }
 }
 

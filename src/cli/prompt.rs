@@ -18,6 +18,9 @@ pub struct Args {
     /// Selection policy (see `ctxgate select --help`)
     #[arg(long, value_enum)]
     policy: Option<PolicyArg>,
+    /// Leave evidence projections out of the prompt
+    #[arg(long)]
+    no_evidence: bool,
     /// The query (the next user message)
     query: String,
 }
@@ -32,7 +35,12 @@ struct Prompted<'a> {
 /// Prints the prompt.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gatekeeper = global.open(args.budget, args.policy.map(Policy::from))?;
-    let options = SelectOptions { budget: args.budget, as_of: None, policy: args.policy.map(Policy::from) };
+    let options = SelectOptions {
+        budget: args.budget,
+        as_of: None,
+        policy: args.policy.map(Policy::from),
+        no_evidence: args.no_evidence,
+    };
     let prompt = gatekeeper.session(&args.session)?.build_prompt_with(&args.query, &options)?;
     if global.json {
         output::print_json(&Prompted { session: &args.session, query: &args.query, prompt })

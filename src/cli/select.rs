@@ -19,6 +19,9 @@ pub struct Args {
     /// minimal: the smallest context covering the query; fill: then spend the rest of the budget
     #[arg(long, value_enum)]
     policy: Option<PolicyArg>,
+    /// Leave evidence projections out of the selection
+    #[arg(long)]
+    no_evidence: bool,
     /// The query (the next user message)
     query: String,
 }
@@ -44,8 +47,12 @@ impl From<PolicyArg> for Policy {
 /// Prints the selection.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gatekeeper = global.open(args.budget, args.policy.map(Policy::from))?;
-    let options =
-        SelectOptions { budget: args.budget, as_of: args.as_of, policy: args.policy.map(Policy::from) };
+    let options = SelectOptions {
+        budget: args.budget,
+        as_of: args.as_of,
+        policy: args.policy.map(Policy::from),
+        no_evidence: args.no_evidence,
+    };
     let selection = gatekeeper.session(&args.session)?.select_with(&args.query, &options)?;
     if global.json { output::print_json(&selection) } else { output::print_text(&describe(&selection)) }
 }
@@ -57,12 +64,13 @@ fn describe(selection: &Selection) -> String {
     let _ = writeln!(out, "anchors   {}", anchors.join(", "));
     let _ = writeln!(
         out,
-        "budget    {} of {} tokens, coverage {:.0}%, {} block{}",
+        "budget    {} of {} tokens, coverage {:.0}%, {} block{}, {} evidence",
         selection.budget.used,
         selection.budget.limit,
         selection.coverage * 100.0,
         selection.blocks.len(),
-        if selection.blocks.len() == 1 { "" } else { "s" }
+        if selection.blocks.len() == 1 { "" } else { "s" },
+        selection.evidence.len()
     );
     for block in &selection.blocks {
         let _ = writeln!(
@@ -79,6 +87,22 @@ fn describe(selection: &Selection) -> String {
         if !block.assistant.is_empty() {
             let _ = writeln!(out, "assistant  {}", block.assistant);
         }
+    }
+    for evidence in &selection.evidence {
+        let _ = writeln!(
+            out,
+            "\n── evidence {} · {} · score {:.3} · {} tokens · covers {}",
+            evidence.evidence_ref,
+            evidence.kind,
+            evidence.score,
+            evidence.tokens,
+            if evidence.covered_anchors.is_empty() {
+                "-".to_string()
+            } else {
+                evidence.covered_anchors.join(", ")
+            }
+        );
+        let _ = writeln!(out, "{}", evidence.projection);
     }
     out
 }

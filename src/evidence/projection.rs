@@ -106,10 +106,10 @@ impl Document {
     /// Reads `bytes`: JSON if it parses as a JSON object or array, else text if UTF-8.
     pub fn parse(bytes: &[u8]) -> Document {
         let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if matches!(first, Some(b'{' | b'[')) {
-            if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
-                return Document::Json(value);
-            }
+        if matches!(first, Some(b'{' | b'['))
+            && let Ok(value) = serde_json::from_slice::<Value>(bytes)
+        {
+            return Document::Json(value);
         }
         match std::str::from_utf8(bytes) {
             Ok(text) => Document::Text(text.to_string()),

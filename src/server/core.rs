@@ -229,8 +229,12 @@ impl Core {
         match name {
             "select_context" => {
                 let p: SelectContextParams = parse(name, args)?;
-                let options =
-                    SelectOptions { budget: p.budget, as_of: p.as_of, policy: p.policy.map(Policy::from) };
+                let options = SelectOptions {
+                    budget: p.budget,
+                    as_of: p.as_of,
+                    policy: p.policy.map(Policy::from),
+                    ..SelectOptions::default()
+                };
                 self.with_index(|gk| document(&gk.session(&p.session)?.select_with(&p.query, &options)?))
             }
             "build_prompt" => {

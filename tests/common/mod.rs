@@ -207,7 +207,20 @@ pub struct SelectDoc {
     pub budget: Budget,
     pub coverage: f64,
     pub blocks: Vec<Block>,
+    pub evidence: Vec<EvidenceBlock>,
     pub schema_version: u32,
+}
+
+/// One selected evidence projection.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceBlock {
+    pub evidence_ref: String,
+    pub kind: String,
+    pub score: f64,
+    pub covered_anchors: Vec<String>,
+    pub tokens: u32,
+    pub projection: serde_json::Value,
 }
 
 impl SelectDoc {
@@ -218,12 +231,17 @@ impl SelectDoc {
 
     /// Checks what must hold of every selection: budget, chronological order, coverage range.
     pub fn check_invariants(&self) -> TestResult {
-        let sum: u32 = self.blocks.iter().map(|b| b.tokens).sum();
+        let sum: u32 = self.blocks.iter().map(|b| b.tokens).sum::<u32>()
+            + self.evidence.iter().map(|e| e.tokens).sum::<u32>();
         if self.budget.used > self.budget.limit {
             return Err(format!("used {} > limit {}: {self:#?}", self.budget.used, self.budget.limit).into());
         }
         if self.budget.used != sum {
-            return Err(format!("used {} != sum of block tokens {sum}: {self:#?}", self.budget.used).into());
+            return Err(format!(
+                "used {} != sum of block and evidence tokens {sum}: {self:#?}",
+                self.budget.used
+            )
+            .into());
         }
         let ids = self.turn_ids();
         if !ids.windows(2).all(|w| w[0] < w[1]) {
