@@ -516,3 +516,63 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn verify_checks_evidence_and_rebuild_keeps_it() -> TestResult {
+    let env = TestEnv::new()?;
+    let tree = env.dir.path().join("tree");
+    copy_tree(&fixture_tree(), &tree)?;
+    let spec = spec();
+    let options = EvidenceOptions { spec: Some(&spec), kind: None };
+    let query = "shard key of shop.orders, and the index scope";
+    let wide = SelectOptions { budget: Some(16_000), ..Default::default() };
+    let (before, listed) = {
+        let gk = Gatekeeper::open(&env.db, Options::default())?;
+        gk.index_evidence(&tree, &options)?;
+        gk.session("s")?
+            .add_turn("We tune the orders query on the sharded cluster.", "First the table context.")?;
+        gk.forget_evidence(&["table_ctx/shop.orders/indexes.json".to_string()])?;
+        let verified = gk.verify()?;
+        assert!(verified.is_ok(), "{:?}", verified.problems);
+        assert_eq!(verified.evidence, 10);
+        (gk.session("s")?.select_with(query, &wide)?, gk.list_evidence()?)
+    };
+    assert!(!before.evidence.is_empty());
+
+    // A document frequency off by one is reported by key.
+    {
+        let redb = redb::Database::open(&env.db)?;
+        let terms = redb::TableDefinition::<u64, u32>::new("evidence_terms");
+        let txn = redb.begin_write()?;
+        {
+            let mut table = txn.open_table(terms)?;
+            let (hash, df) = {
+                use redb::ReadableTable;
+                let first = table.first()?.ok_or("no evidence terms")?;
+                (first.0.value(), first.1.value())
+            };
+            table.insert(hash, df + 1)?;
+        }
+        txn.commit()?;
+    }
+    let report = Gatekeeper::open(&env.db, Options::default())?.verify()?;
+    assert!(report.problems.iter().any(|p| p.key.starts_with("evidence_terms ")), "{:?}", report.problems);
+
+    // Rebuild derives it all again: anchors from the files, or from the projection of a file
+    // that changed since it was indexed.
+    std::fs::write(tree.join("table_ctx/shop.orders/ddl.sql"), "CREATE TABLE changed (id INT);\n")?;
+    let rebuilt = ctxgate::jobs::rebuild(&env.db, &Options::default())?;
+    assert_eq!((rebuilt.evidence, rebuilt.evidence_from_projection), (9, 1));
+    let gk = Gatekeeper::open(&env.db, Options::default())?;
+    let verified = gk.verify()?;
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+    assert_eq!(gk.list_evidence()?, listed);
+    let after = gk.session("s")?.select_with(query, &wide)?;
+    assert_eq!(after.blocks, before.blocks);
+    // Scores move a little (the changed file's length); the projections chosen do not.
+    let chosen = |s: &ctxgate::Selection| -> Vec<(String, Value)> {
+        s.evidence.iter().map(|e| (e.evidence_ref.clone(), e.projection.clone())).collect()
+    };
+    assert_eq!(chosen(&after), chosen(&before));
+    Ok(())
+}

@@ -18,6 +18,11 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
     let _ = writeln!(out, "turns      {}", report.turns);
     let _ = writeln!(out, "anchors    {} distinct", report.anchors);
     let _ = writeln!(out, "postings   {}", report.postings);
+    let _ = writeln!(
+        out,
+        "evidence   {} from their files, {} from their projections (file gone or changed)",
+        report.evidence, report.evidence_from_projection
+    );
     let _ = writeln!(out, "file       {} -> {} bytes", report.bytes_before, report.bytes_after);
     output::print_text(&out)
 }

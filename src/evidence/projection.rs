@@ -451,4 +451,57 @@ mod tests {
         assert!(matches!(Document::parse(b"42"), Document::Text(_)));
         assert!(matches!(Document::parse(b"\xff\xfe"), Document::Binary(2)));
     }
+
+    fn json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            "[a-z é中/~_]{0,400}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 400, 80, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..80).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-z/~_.]{0,6}", inner, 0..80)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The default projection of any document: facts are the values at their pointers,
+        /// every leaf is in exactly one fact or omission, facts stay within their cap.
+        #[test]
+        fn default_projection_invariants(doc in json()) {
+            let p = project(&r("x.json"), &Document::Json(doc.clone()), None, None).unwrap();
+            let mut fact_bytes = 0;
+            for (pointer, fact) in &p.facts {
+                proptest::prop_assert_eq!(doc.pointer(pointer), Some(fact));
+                fact_bytes += normalized_len(fact);
+            }
+            proptest::prop_assert!(fact_bytes <= DEFAULT_FACT_BYTES);
+            let parts: Vec<Vec<String>> = p
+                .facts
+                .keys()
+                .cloned()
+                .chain(p.omitted_from_context.iter().map(|o| o.pointer.clone().unwrap()))
+                .map(|q| pointer::segments(&q).unwrap())
+                .collect();
+            let mut stack = vec![(Vec::<String>::new(), &doc)];
+            while let Some((path, node)) = stack.pop() {
+                let children = pointer::children(node);
+                if children.is_empty() {
+                    let covering = parts.iter().filter(|q| path.starts_with(q)).count();
+                    proptest::prop_assert_eq!(covering, 1, "{}", join(&path));
+                }
+                for (segment, child) in children {
+                    let mut child_path = path.clone();
+                    child_path.push(segment);
+                    stack.push((child_path, child));
+                }
+            }
+        }
+    }
 }

@@ -20,6 +20,9 @@ pub struct ForgetReport {
     pub anchors_dropped: u64,
     /// Sessions kept because they carry no (readable) end time: only `forget_before`.
     pub kept_without_time: Vec<String>,
+    /// Evidence documents of the deleted sessions (their tool output) dropped from the index.
+    /// Their files under the evidence root are left in place.
+    pub evidence: u64,
 }
 
 impl Gatekeeper {
@@ -34,7 +37,9 @@ impl Gatekeeper {
                 return Err(Error::UnknownSession { name: name.to_string() });
             };
             let removed = view.remove_sessions(&[id], folded_lengths)?;
+            let evidence = view.remove_session_evidence(&[id])?;
             Ok(ForgetReport {
+                evidence,
                 sessions: vec![name.to_string()],
                 turns: removed.turns,
                 pending_turns: removed.pending,
@@ -70,6 +75,7 @@ impl Gatekeeper {
                 }
             }
             let removed = view.remove_sessions(&ids, folded_lengths)?;
+            report.evidence = view.remove_session_evidence(&ids)?;
             report.turns = removed.turns;
             report.pending_turns = removed.pending;
             report.postings = removed.postings;

@@ -2,9 +2,12 @@
 //! into a new file that replaces the old one only when complete.
 
 use super::derive_forward;
+use crate::anchor;
 use crate::error::Result;
+use crate::evidence::{self, Document, EvidenceRef};
 use crate::gatekeeper::Options;
-use crate::store::{SourceIndex, Store, StoreOptions, records::ForwardRecord};
+use crate::store::evidence::EvidenceRecord;
+use crate::store::{SourceIndex, Store, StoreOptions, anchor_hash, records::ForwardRecord};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,11 @@ pub struct RebuildReport {
     pub postings: u64,
     /// Distinct anchors.
     pub anchors: u64,
+    /// Evidence documents whose anchors were derived again from their files.
+    pub evidence: u64,
+    /// Evidence documents whose file is gone or changed: their anchors were derived from
+    /// their stored projection (run `evidence index` to index the new contents).
+    pub evidence_from_projection: u64,
     /// Size of the old file, in bytes.
     pub bytes_before: u64,
     /// Size of the new file, in bytes.
@@ -91,6 +99,7 @@ pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildRepor
 }
 
 fn copy(source: &SourceIndex, new: &Store, report: &mut RebuildReport) -> Result<()> {
+    let mut new_ids = std::collections::HashMap::new();
     for (old_id, record) in source.sessions()? {
         let id = new.write(|view| -> Result<u32> {
             let (id, _) = view.create_session(&record.name)?;
@@ -98,6 +107,7 @@ fn copy(source: &SourceIndex, new: &Store, report: &mut RebuildReport) -> Result
             Ok(id)
         })?;
         report.sessions += 1;
+        new_ids.insert(old_id, id);
         let mut from = 0u32;
         loop {
             let turns = source.turns(old_id, from, REBUILD_BATCH)?;
@@ -117,6 +127,64 @@ fn copy(source: &SourceIndex, new: &Store, report: &mut RebuildReport) -> Result
                 None => break,
             }
         }
+    }
+    copy_evidence(source, new, &new_ids, report)
+}
+
+/// Evidence records are copied with their projection; their anchors are derived again from
+/// the file under the evidence root when it still has the indexed bytes, else from the
+/// projection (what a selection shows of it).
+fn copy_evidence(
+    source: &SourceIndex,
+    new: &Store,
+    new_ids: &std::collections::HashMap<u32, u32>,
+    report: &mut RebuildReport,
+) -> Result<()> {
+    let meta = source.evidence_meta()?;
+    let records = source.evidence()?;
+    if records.is_empty() {
+        return Ok(());
+    }
+    let root = meta.root.as_deref().map(Path::new);
+    let rederived: Vec<(EvidenceRecord, bool)> = records
+        .into_par_iter()
+        .filter_map(|mut record| {
+            // The tool output of a session that no longer exists goes with it.
+            record.session = match record.session {
+                Some(old) => Some(*new_ids.get(&old)?),
+                None => None,
+            };
+            let on_disk = root
+                .and_then(|root| EvidenceRef::parse(&record.reference).ok()?.resolve_existing(root).ok())
+                .and_then(|path| std::fs::read(path).ok())
+                .filter(|bytes| xxhash_rust::xxh3::xxh3_64(bytes) == record.digest);
+            let from_file = on_disk.is_some();
+            let doc = match on_disk {
+                Some(bytes) => Document::parse(&bytes),
+                None => Document::parse(record.projection.as_bytes()),
+            };
+            record.anchors = anchor::extract_hashed(&evidence::indexed_text(&doc), anchor_hash)
+                .into_iter()
+                .map(|a| (a.hash, a.tf))
+                .collect();
+            Some((record, from_file))
+        })
+        .collect();
+    for batch in rederived.chunks(256) {
+        new.write(|view| -> Result<()> {
+            if let Some(root) = &meta.root {
+                view.set_evidence_root(root)?;
+            }
+            for (record, from_file) in batch {
+                view.put_evidence(record)?;
+                if *from_file {
+                    report.evidence += 1;
+                } else {
+                    report.evidence_from_projection += 1;
+                }
+            }
+            Ok(())
+        })?;
     }
     Ok(())
 }

@@ -37,6 +37,10 @@ pub struct VerifyReport {
     pub postings: u64,
     /// `terms` rows checked.
     pub anchors: u64,
+    /// Evidence documents checked.
+    pub evidence: u64,
+    /// Evidence postings checked.
+    pub evidence_postings: u64,
     /// Number of inconsistencies found (only the first [`MAX_PROBLEMS`] are listed).
     pub problem_count: u64,
     /// The inconsistencies, in the order found.
@@ -262,6 +266,107 @@ impl Gatekeeper {
                 report.problem(format!("meta {what}"), format!("{have}, the folded turns give {want}"));
             }
         }
+        verify_evidence(&view, &sessions, &mut report)?;
         Ok(report)
     }
+}
+
+/// Evidence: every record decodes and its ref maps to it; postings, document frequencies
+/// and totals agree with the records' anchors; a session's evidence belongs to a session.
+fn verify_evidence<S: store::Source>(
+    view: &store::View<S>,
+    sessions: &BTreeMap<u32, SessionRecord>,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    let meta = match view.evidence_meta() {
+        Ok(meta) => meta,
+        Err(e) => {
+            report.problem("meta evidence", e.to_string());
+            return Ok(());
+        }
+    };
+    // (hash, id) -> (tf, len) as the records say.
+    let mut expected: BTreeMap<(u64, u32), (u32, u32)> = BTreeMap::new();
+    let mut df: HashMap<u64, u32> = HashMap::new();
+    let mut total_len = 0u64;
+    let mut records: Vec<(u32, String)> = Vec::new();
+    let mut bad: Vec<(u32, String)> = Vec::new();
+    let walked = view.for_each_evidence(|id, record| {
+        report.evidence += 1;
+        if record.session.is_some_and(|s| !sessions.contains_key(&s)) {
+            bad.push((id, format!("belongs to session {:?}, which does not exist", record.session)));
+        }
+        let len = record.len();
+        total_len += len;
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        for &(hash, tf) in &record.anchors {
+            expected.insert((hash, id), (tf, len));
+            *df.entry(hash).or_default() += 1;
+        }
+        records.push((id, record.reference));
+        true
+    });
+    if let Err(e) = walked {
+        report.problem("evidence", e.to_string());
+        return Ok(());
+    }
+    for (id, message) in bad {
+        report.problem(format!("evidence {id}"), message);
+    }
+    for (id, reference) in &records {
+        match view.evidence_by_ref(reference) {
+            Ok(Some((found, _))) if found == *id => {}
+            Ok(_) => {
+                report.problem(format!("evidence {id}"), format!("its ref {reference:?} does not name it"))
+            }
+            Err(e) => report.problem(format!("evidence_refs {reference:?}"), e.to_string()),
+        }
+    }
+    let mut problems = Vec::new();
+    view.for_each_evidence_posting(|hash, id, tf, len| {
+        report.evidence_postings += 1;
+        match expected.remove(&(hash, id)) {
+            Some(want) if want == (tf, len) => {}
+            Some(want) => problems.push((
+                format!("evidence posting {hash:016x}/{id}"),
+                format!("tf/length {:?}, the record gives {want:?}", (tf, len)),
+            )),
+            None => problems.push((
+                format!("evidence posting {hash:016x}/{id}"),
+                "the document's record does not have this anchor".to_string(),
+            )),
+        }
+    })?;
+    for ((hash, id), _) in expected {
+        problems.push((
+            format!("evidence posting {hash:016x}/{id}"),
+            "missing for an anchor of the record".into(),
+        ));
+    }
+    view.for_each_evidence_term(|hash, stored| {
+        let want = df.remove(&hash).unwrap_or(0);
+        if stored != want {
+            problems.push((
+                format!("evidence_terms {hash:016x}"),
+                format!("df {stored}, the records give {want}"),
+            ));
+        }
+    })?;
+    let mut missing: Vec<(u64, u32)> = df.into_iter().collect();
+    missing.sort_unstable();
+    for (hash, want) in missing {
+        problems
+            .push((format!("evidence_terms {hash:016x}"), format!("missing; the records give df {want}")));
+    }
+    for (what, have, want) in
+        [("documents", meta.documents, report.evidence), ("total_len", meta.total_len, total_len)]
+    {
+        if have != want {
+            problems.push((format!("meta evidence {what}"), format!("{have}, the records give {want}")));
+        }
+    }
+    for (key, message) in problems {
+        report.problem(key, message);
+    }
+    Ok(())
 }

@@ -9,7 +9,7 @@ use super::view::{Source, View, WriteSource};
 use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 
-const EVIDENCE_META_KEY: &str = "evidence";
+pub(super) const EVIDENCE_META_KEY: &str = "evidence";
 
 /// Totals over the evidence documents, and where their files are.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -194,6 +194,22 @@ impl View<WriteSource<'_>> {
         self.tables.evidence.remove(id)?;
         self.put_evidence_meta(&meta)?;
         Ok(true)
+    }
+
+    /// Removes the documents that belong to any of `sessions` (their tool output). Returns
+    /// how many.
+    pub fn remove_session_evidence(&mut self, sessions: &[u32]) -> Result<u64, Error> {
+        let mut doomed = Vec::new();
+        self.for_each_evidence(|_, r| {
+            if r.session.is_some_and(|s| sessions.contains(&s)) {
+                doomed.push(r.reference);
+            }
+            true
+        })?;
+        for reference in &doomed {
+            self.remove_evidence(reference)?;
+        }
+        Ok(doomed.len() as u64)
     }
 
     /// Drops a stored document's postings and its share of the totals.

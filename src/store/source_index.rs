@@ -1,9 +1,10 @@
 //! An index opened read-only to be rebuilt: built by any anchor rules of this format.
 
 use super::error::{Error, corrupt};
+use super::evidence::{EvidenceMeta, EvidenceRecord};
 use super::keys::{block_key, split_block_key};
 use super::records::{MetaRecord, SessionRecord, TurnRecord};
-use super::tables::{META, SESSIONS, TURNS};
+use super::tables::{EVIDENCE, META, SESSIONS, TURNS};
 use super::{FORMAT_VERSION, META_KEY, StoreOptions, format, with_busy_wait};
 use redb::{ReadableDatabase, ReadableTable};
 use std::path::{Path, PathBuf};
@@ -80,6 +81,33 @@ impl SourceIndex {
             let record = postcard::from_bytes(value.value())
                 .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
             out.push((turn, record));
+        }
+        Ok(out)
+    }
+
+    /// Evidence totals and root (defaults for a file made before evidence existed).
+    pub fn evidence_meta(&self) -> Result<EvidenceMeta, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(META)?;
+        match table.get(super::evidence::EVIDENCE_META_KEY)? {
+            Some(bytes) => postcard::from_bytes(bytes.value()).map_err(|e| corrupt("evidence meta", e)),
+            None => Ok(EvidenceMeta::default()),
+        }
+    }
+
+    /// Every evidence record in id order (none for a file made before evidence existed).
+    pub fn evidence(&self) -> Result<Vec<EvidenceRecord>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(EVIDENCE) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for entry in table.iter()? {
+            let (key, value) = entry?;
+            let id = key.value();
+            out.push(postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("evidence {id}"), e))?);
         }
         Ok(out)
     }
