@@ -287,6 +287,72 @@ impl Gatekeeper {
         })
     }
 
+    /// Stores imported tool output as evidence of its session (see `import::tool_evidence`):
+    /// files written once under the root, projections made in parallel, written
+    /// [`INDEX_BATCH`] per transaction. Outputs already indexed with the same bytes are
+    /// skipped; one whose ref holds other bytes on disk is skipped with a warning (evidence is
+    /// never modified). Returns how many were stored.
+    pub(crate) fn store_tool_outputs(&self, outputs: &[crate::import::ToolOutput]) -> Result<u64> {
+        if outputs.is_empty() {
+            return Ok(0);
+        }
+        let view = self.store().read()?;
+        let root = self.root_for(&view.evidence_meta()?, None)?;
+        let mut sessions: BTreeMap<&str, u32> = BTreeMap::new();
+        let mut todo = Vec::new();
+        for output in outputs {
+            let digest = xxhash_rust::xxh3::xxh3_64(&output.bytes);
+            if view.evidence_by_ref(output.reference.as_str())?.is_some_and(|(_, r)| r.digest == digest) {
+                continue;
+            }
+            let session = match sessions.get(output.session.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let Some((id, _)) = view.session_by_name(&output.session)? else { continue };
+                    sessions.insert(&output.session, id);
+                    id
+                }
+            };
+            todo.push((output, session));
+        }
+        drop(view);
+        let root_text = absolute(&root)?.to_string_lossy().into_owned();
+        let mut stored = 0;
+        for batch in todo.chunks(INDEX_BATCH) {
+            let records: Vec<Option<EvidenceRecord>> = self.in_pool(|| {
+                batch
+                    .par_iter()
+                    .map(|(output, session)| {
+                        if let Err(e) = write_once(&output.reference, &root, &output.bytes) {
+                            log::warn!("tool output {} not stored: {e}", output.reference);
+                            return None;
+                        }
+                        let prepared = self.prepare(
+                            &output.reference,
+                            &output.bytes,
+                            &EvidenceOptions::default(),
+                            Some(*session),
+                        );
+                        prepared
+                            .map(|(_, r)| r)
+                            .map_err(|e| log::warn!("tool output {}: {e}", output.reference))
+                            .ok()
+                    })
+                    .collect()
+            });
+            let records: Vec<EvidenceRecord> = records.into_iter().flatten().collect();
+            stored += records.len() as u64;
+            self.store().write(|view| -> Result<()> {
+                view.set_evidence_root(&root_text)?;
+                for record in &records {
+                    view.put_evidence(record)?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(stored)
+    }
+
     fn read_file(&self, reference: &EvidenceRef) -> Result<(PathBuf, Vec<u8>)> {
         let root = self.evidence_root()?;
         let path = reference.resolve_existing(&root).map_err(|e| match e {

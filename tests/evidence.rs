@@ -576,3 +576,54 @@ fn verify_checks_evidence_and_rebuild_keeps_it() -> TestResult {
     assert_eq!(chosen(&after), chosen(&before));
     Ok(())
 }
+
+#[test]
+fn imported_tool_output_becomes_evidence_of_its_session() -> TestResult {
+    let env = TestEnv::new()?;
+    let log = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/import/claude-code/session.jsonl");
+    let gk = Gatekeeper::open(&env.db, Options::default())?;
+    let report = gk.import(std::slice::from_ref(&log), &ctxgate::ImportOptions::default())?;
+    assert!(report.tool_outputs >= 4, "{report:?}");
+    let session = gk.sessions()?.remove(0).name;
+    let listed = gk.list_evidence()?;
+    assert_eq!(listed.len() as u64, report.tool_outputs);
+    for d in &listed {
+        assert!(d.evidence_ref.starts_with(&format!("tool-output/{session}/")), "{d:?}");
+        assert_eq!(d.session.as_deref(), Some(session.as_str()));
+    }
+    // The full output is on disk under the evidence root, readable by ref.
+    let failing = listed
+        .iter()
+        .find(|d| {
+            String::from_utf8_lossy(&gk.read_evidence(&d.evidence_ref, None).unwrap()).contains("left: 5400s")
+        })
+        .ok_or("the failing test output is stored")?;
+    assert!(gk.evidence_root()?.join(&failing.evidence_ref).is_file());
+
+    // A selection in the session can offer it.
+    let selection = gk.session(&session)?.select_with(
+        "duration hours assertion failed 5400s",
+        &SelectOptions { budget: Some(16_000), ..Default::default() },
+    )?;
+    assert!(selection.evidence.iter().any(|e| e.evidence_ref == failing.evidence_ref), "{selection:#?}");
+    // Another session does not see it.
+    gk.session("other")?.add_turn("duration hours 5400s", "unrelated")?;
+    let other = gk.session("other")?.select("duration hours assertion failed 5400s")?;
+    assert!(other.evidence.is_empty());
+
+    // Importing again stores nothing new; forgetting the session drops its evidence.
+    let again = gk.import(std::slice::from_ref(&log), &ctxgate::ImportOptions::default())?;
+    assert_eq!((again.new_turns, again.tool_outputs), (0, 0));
+    let forgotten = gk.forget_session(&session)?;
+    assert_eq!(forgotten.evidence, report.tool_outputs);
+    assert!(gk.list_evidence()?.is_empty());
+    assert!(gk.verify()?.is_ok());
+
+    // --no-evidence: turns only.
+    let env2 = TestEnv::new()?;
+    let gk2 = Gatekeeper::open(&env2.db, Options::default())?;
+    let without = gk2.import(&[log], &ctxgate::ImportOptions { evidence: false, ..Default::default() })?;
+    assert_eq!(without.tool_outputs, 0);
+    assert!(gk2.list_evidence()?.is_empty());
+    Ok(())
+}

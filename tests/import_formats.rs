@@ -160,7 +160,10 @@ fn open(dir: &tempfile::TempDir) -> Result<Gatekeeper, Error> {
 }
 
 fn import(gk: &Gatekeeper, file: &str, format: Format, skip_invalid: bool) -> Result<ImportReport, Error> {
-    gk.import(&[PathBuf::from(file)], &ImportOptions { format, session: None, skip_invalid })
+    gk.import(
+        &[PathBuf::from(file)],
+        &ImportOptions { format, session: None, skip_invalid, ..Default::default() },
+    )
 }
 
 /// Every session of the index with its turn count.

@@ -19,6 +19,9 @@ pub struct Args {
     /// Skip malformed records (each reported with its line and reason) instead of refusing the file
     #[arg(long)]
     skip_invalid: bool,
+    /// Do not store tool results as evidence (by default each becomes evidence of its session)
+    #[arg(long)]
+    no_evidence: bool,
     /// Files, or directories to walk for .json and .jsonl files
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
@@ -67,6 +70,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         format: args.format.into(),
         session: args.session.clone(),
         skip_invalid: args.skip_invalid,
+        evidence: !args.no_evidence,
     };
     let show_progress = std::io::stderr().is_terminal();
     let mut progress = |p: Progress| {
@@ -92,12 +96,17 @@ fn describe(report: &ImportReport) -> String {
     for file in &report.files {
         let _ = writeln!(
             out,
-            "{} ({}): {} new, {} already there, {} skipped",
+            "{} ({}): {} new, {} already there, {} skipped{}",
             file.path.display(),
             file.format.name(),
             file.new_turns,
             file.existing_turns,
-            file.skipped.len()
+            file.skipped.len(),
+            if file.tool_outputs > 0 {
+                format!(", {} tool outputs stored as evidence", file.tool_outputs)
+            } else {
+                String::new()
+            }
         );
         for s in file.sessions.iter().take(SESSIONS_SHOWN) {
             let held = if s.held_back > 0 { ", last turn held back until its reply is logged" } else { "" };

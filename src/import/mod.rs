@@ -26,11 +26,13 @@ mod openai;
 mod records;
 mod sharegpt;
 mod stream;
+mod tool_evidence;
 pub mod turns;
 mod writer;
 
 pub use error::Error;
 pub use jsonl::{Line as CanonicalLine, LineTool as CanonicalTool};
+pub use tool_evidence::{TOOL_OUTPUT_DIR, ToolOutput, tool_output_ref};
 pub use writer::BATCH_TURNS;
 
 use crate::gatekeeper::Gatekeeper;
@@ -98,11 +100,13 @@ pub struct ImportOptions {
     pub session: Option<String>,
     /// Skip malformed records (reporting each) instead of refusing the file.
     pub skip_invalid: bool,
+    /// Store tool results as evidence of their session (default true).
+    pub evidence: bool,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { format: Format::Auto, session: None, skip_invalid: false }
+        ImportOptions { format: Format::Auto, session: None, skip_invalid: false, evidence: true }
     }
 }
 
@@ -134,6 +138,8 @@ pub struct FileReport {
     pub existing_turns: u64,
     /// Records skipped with their reasons.
     pub skipped: Vec<Skipped>,
+    /// Tool results stored as evidence (new or changed since the last import).
+    pub tool_outputs: u64,
 }
 
 /// What an import did.
@@ -147,6 +153,8 @@ pub struct ImportReport {
     pub existing_turns: u64,
     /// Records skipped.
     pub skipped: u64,
+    /// Tool results stored as evidence.
+    pub tool_outputs: u64,
     /// Wall time in seconds.
     pub seconds: f64,
 }
@@ -333,6 +341,8 @@ struct Plan {
     turns: Vec<ParsedTurn>,
     existing: u64,
     held_back: u64,
+    /// Tool results of every turn of the file for this session, existing ones included.
+    tool_outputs: Vec<ToolOutput>,
 }
 
 /// Imports `files` into the index, one file at a time. Stops at the first file that fails.
@@ -343,8 +353,14 @@ pub(crate) fn import_files(
     progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<ImportReport, crate::Error> {
     let started = Instant::now();
-    let mut report =
-        ImportReport { files: Vec::new(), new_turns: 0, existing_turns: 0, skipped: 0, seconds: 0.0 };
+    let mut report = ImportReport {
+        files: Vec::new(),
+        new_turns: 0,
+        existing_turns: 0,
+        skipped: 0,
+        tool_outputs: 0,
+        seconds: 0.0,
+    };
     // Turns of each session accounted for by earlier files of this import: a session fed by
     // several files (`--session`, or an agent session resumed in a second log) continues
     // where the previous file ended.
@@ -354,6 +370,7 @@ pub(crate) fn import_files(
         report.new_turns += file.new_turns;
         report.existing_turns += file.existing_turns;
         report.skipped += file.skipped.len() as u64;
+        report.tool_outputs += file.tool_outputs;
         report.files.push(file);
         progress(Progress {
             files_done: done + 1,
@@ -395,7 +412,11 @@ fn import_file(
     let mut existing_turns = 0;
     let mut destinations = Vec::new();
     let mut turns: Vec<(usize, ParsedTurn)> = Vec::new();
-    for (i, plan) in plans.into_iter().enumerate() {
+    let mut tool_outputs = Vec::new();
+    for (i, mut plan) in plans.into_iter().enumerate() {
+        if options.evidence {
+            tool_outputs.append(&mut plan.tool_outputs);
+        }
         sessions.push(SessionReport {
             session: plan.session.clone(),
             new_turns: plan.turns.len() as u64,
@@ -413,6 +434,9 @@ fn import_file(
         (!batch.is_empty()).then_some(Ok(batch))
     });
     Writer::new(gatekeeper, source, destinations).write_all(batches)?;
+    // After the turns, in transactions of their own: a crash in between leaves the turns, and
+    // importing the file again stores the outputs (those of turns already there included).
+    let tool_outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
     Ok(FileReport {
         path: path.to_path_buf(),
         format,
@@ -420,6 +444,7 @@ fn import_file(
         new_turns,
         existing_turns,
         skipped: parsed.skipped,
+        tool_outputs,
     })
 }
 
@@ -444,6 +469,7 @@ fn plan(
                 turns: conversation.turns,
                 existing: 0,
                 held_back: 0,
+                tool_outputs: Vec::new(),
             }),
         }
     }
@@ -482,6 +508,7 @@ fn plan(
             }
         }
         plan.existing = overlap as u64;
+        plan.tool_outputs = tool_evidence::outputs_of(&plan.session, offset as u32, &plan.turns);
         *offsets.entry(plan.session.clone()).or_default() += plan.turns.len();
         plan.turns.drain(..overlap);
     }

@@ -158,6 +158,7 @@ pub fn import(
         new_turns,
         existing_turns,
         skipped,
+        tool_outputs: 0, // canonical lines carry no tool results
     })
 }
 

@@ -275,6 +275,7 @@ impl Core {
                     format: p.format.unwrap_or(Format::Auto),
                     session: p.session,
                     skip_invalid: p.skip_invalid,
+                    ..ImportOptions::default()
                 };
                 self.with_index(|gk| document(&gk.import(&p.paths, &options)?))
             }
