@@ -259,8 +259,8 @@ pub fn select<S: Source>(
     }
 
     // Evidence projections compete in the same greedy: a projection is a block whose cost is
-    // its own size, and whose anchors are the whole document's (the projection says where to
-    // read what it leaves out). Ties go to turns.
+    // its own size and whose coverage is the query anchors it shows (documents are found by
+    // everything in them, see `evidence_recall`). Ties go to turns.
     let turn_offers = offers.len();
     let evidence = if params.evidence {
         evidence_recall::recall(view, session.id, &query, scored)?
