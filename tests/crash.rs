@@ -1,0 +1,69 @@
+//! A process killed with SIGKILL in the middle of writing leaves an index that opens, verifies,
+//! and holds a prefix of what was being written; running the import again completes it.
+
+mod common;
+
+use common::{TestEnv, TestResult, ctxgate};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+#[test]
+fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
+    let env = TestEnv::new()?;
+    let log = env.dir.path().join("big.jsonl");
+    let sessions = ["alpha", "beta"];
+    let per_session = 12_000usize;
+    {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
+        for i in 0..per_session {
+            for (s, name) in sessions.iter().enumerate() {
+                let line = serde_json::json!({
+                    "session": name,
+                    "user": format!("question {i} about service_{s}_{} and retry_policy_{}", i % 97, i % 13),
+                    "assistant": format!("answer {i}: raise the timeout of worker_{} to {} ms", i % 31, 100 + i % 900),
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    let mut child = ctxgate().arg("--db").arg(&env.db).arg("import").arg(&log).spawn()?;
+    // Kill it once the index file shows that writing has started, or after a bound.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        if std::fs::metadata(&env.db).map(|m| m.len() > 2_000_000).unwrap_or(false) {
+            break;
+        }
+        if child.try_wait()?.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill()?; // SIGKILL on Unix: no destructor, no flush
+    let status = child.wait()?;
+    assert_eq!(status.code(), None, "the import finished before it could be killed: grow the log");
+
+    let verify = env.run(["verify"])?;
+    assert_eq!(verify.code, Some(0), "{verify:#?}");
+    // Each session holds a prefix of its turns in the file.
+    for name in sessions {
+        let exported = env.run(["export", "--session", name])?;
+        if exported.code != Some(0) {
+            continue; // killed before this session's first batch
+        }
+        for (i, line) in exported.stdout.lines().enumerate() {
+            let turn: serde_json::Value = serde_json::from_str(line)?;
+            assert_eq!(turn["turn"], serde_json::json!(i));
+            assert!(
+                turn["user"].as_str().is_some_and(|u| u.starts_with(&format!("question {i} "))),
+                "{line}"
+            );
+        }
+    }
+    // Importing again completes it, exactly.
+    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    let stats = env.stats()?;
+    assert_eq!(stats.turns, (per_session * sessions.len()) as u64);
+    assert_eq!(env.run(["verify"])?.code, Some(0));
+    Ok(())
+}
