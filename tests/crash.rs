@@ -67,3 +67,41 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
     assert_eq!(env.run(["verify"])?.code, Some(0));
     Ok(())
 }
+
+#[test]
+fn a_rebuild_killed_at_any_point_leaves_the_index_answering_as_before() -> TestResult {
+    let env = TestEnv::new()?;
+    let log = env.dir.path().join("log.jsonl");
+    {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
+        for i in 0..4000 {
+            let line = serde_json::json!({
+                "session": format!("s{}", i % 3),
+                "user": format!("why does service_{} time out after retry_policy_{}?", i % 53, i % 7),
+                "assistant": format!("worker_{} holds the lock for {} ms", i % 29, 50 + i % 400),
+            });
+            writeln!(out, "{line}")?;
+        }
+    }
+    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    let answers = |env: &TestEnv| -> TestResult<Vec<String>> {
+        ["service_7 time out", "worker_3 lock", "retry_policy_5"]
+            .iter()
+            .map(|q| Ok(env.run(["--json", "select", "--session", "s1", q])?.ok()?.stdout))
+            .collect()
+    };
+    let before = answers(&env)?;
+    for delay_ms in [30, 250, 900] {
+        let mut child = ctxgate().arg("--db").arg(&env.db).arg("rebuild").spawn()?;
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill()?;
+        child.wait()?;
+        assert_eq!(env.run(["verify"])?.code, Some(0), "after a kill at {delay_ms} ms");
+        assert_eq!(answers(&env)?, before, "after a kill at {delay_ms} ms");
+    }
+    // A rebuild that runs to the end changes no answer either, and clears what the killed ones left.
+    env.run(["rebuild"])?.ok()?;
+    assert_eq!(answers(&env)?, before);
+    assert!(!ctxgate::jobs::rebuild_path(&env.db).exists());
+    Ok(())
+}

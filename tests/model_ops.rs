@@ -1,7 +1,9 @@
 //! Random sequences of operations on a real index file, checked against a model (a map of
-//! sessions to their turns): adds, folds, forgets, compaction, reopening, evidence puts. After
-//! every sequence the index holds exactly the model's turns, `verify` finds nothing wrong, and
-//! a selection only ever returns turns of its own session.
+//! sessions to their turns): adds, imports, folds, forgets, compaction, rebuilds, reopening,
+//! evidence puts. After every sequence the index holds exactly the model's turns, `verify`
+//! (postings, df and N against the turns) finds nothing wrong, a selection only returns turns
+//! of its own session, answers are the same before and after each compaction and rebuild, and
+//! one scoring thread answers as two do.
 
 use ctxgate::{EvidenceOptions, Gatekeeper, Options};
 use proptest::prelude::*;
@@ -34,6 +36,8 @@ enum Op {
     Forget { session: usize },
     Compact,
     Reopen,
+    Rebuild,
+    Import { session: usize, turns: Vec<(Vec<usize>, Vec<usize>)> },
     PutEvidence { name: usize, words: Vec<usize> },
 }
 
@@ -45,6 +49,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..3).prop_map(|session| Op::Forget { session }),
         1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Rebuild),
+        1 => (0usize..3, proptest::collection::vec((text(), text()), 1..4))
+            .prop_map(|(session, turns)| Op::Import { session, turns }),
         1 => (0usize..4, text()).prop_map(|(name, words)| Op::PutEvidence { name, words }),
     ]
 }
@@ -84,11 +91,37 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Compact => {
+                let before = answers(&gk, &model)?;
                 gk.compact().map_err(fail)?;
+                prop_assert_eq!(answers(&gk, &model)?, before, "answers after compact");
             }
             Op::Reopen => {
                 drop(gk);
                 gk = open().map_err(fail)?;
+            }
+            Op::Rebuild => {
+                let before = answers(&gk, &model)?;
+                drop(gk);
+                ctxgate::jobs::rebuild(&path, &Options::default()).map_err(fail)?;
+                gk = open().map_err(fail)?;
+                prop_assert_eq!(answers(&gk, &model)?, before, "answers after rebuild");
+            }
+            Op::Import { session, turns } => {
+                // A log holding the session's stored turns and then new ones: only those are added.
+                let name = format!("s{session}");
+                let mut all = model.get(&name).cloned().unwrap_or_default();
+                all.extend(turns.iter().map(|(u, a)| (sentence(u), sentence(a))));
+                let log = dir.path().join("log.jsonl");
+                let lines: String = all
+                    .iter()
+                    .map(|(u, a)| {
+                        serde_json::json!({"session": name, "user": u, "assistant": a}).to_string() + "\n"
+                    })
+                    .collect();
+                std::fs::write(&log, lines).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let report = gk.import(&[log], &ctxgate::ImportOptions::default()).map_err(fail)?;
+                prop_assert_eq!(report.new_turns, turns.len() as u64);
+                model.insert(name, all);
             }
             Op::PutEvidence { name, words } => {
                 let reference = format!("notes/{name}.txt");
@@ -127,7 +160,27 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     prop_assert_eq!(listed, evidence.keys().cloned().collect::<Vec<_>>());
     let report = gk.verify().map_err(fail)?;
     prop_assert!(report.is_ok(), "{:?}", report.problems);
+    // One scoring thread answers as two do.
+    let one = answers(&gk, &model)?;
+    drop(gk);
+    let two = Gatekeeper::open(&path, Options { threads: 2, ..Options::default() }).map_err(fail)?;
+    prop_assert_eq!(answers(&two, &model)?, one, "1 thread == 2 threads");
     Ok(())
+}
+
+/// Every session's answer to a fixed query.
+fn answers(
+    gk: &Gatekeeper,
+    model: &BTreeMap<String, Vec<(String, String)>>,
+) -> Result<Vec<ctxgate::Selection>, TestCaseError> {
+    model
+        .keys()
+        .map(|name| {
+            gk.session(name)
+                .and_then(|s| s.select("redis lock ttl 分布式 锁 kafka lag"))
+                .map_err(|e| TestCaseError::fail(e.to_string()))
+        })
+        .collect()
 }
 
 proptest! {
