@@ -217,8 +217,18 @@ fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
         Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
     }
     let db = with_busy_wait(path, options.busy_timeout, || {
-        redb::Database::builder().set_cache_size(options.cache_bytes).open_read_only(path)
+        match redb::Database::builder().set_cache_size(options.cache_bytes).open_read_only(path) {
+            // Not closed cleanly (a process was killed with the file open): a read-only open
+            // cannot repair it. The read-write open that follows repairs it, then checks that
+            // it is an index.
+            Err(redb::DatabaseError::RepairAborted) => Ok(None),
+            other => other.map(Some),
+        }
     })?;
+    let Some(db) = db else {
+        log::warn!("{} was not closed cleanly; repairing it", path.display());
+        return Ok(());
+    };
     let txn = db.begin_read()?;
     match txn.open_table(META) {
         Ok(table) => {
