@@ -2,8 +2,9 @@
 //! reuses) an index of N turns in one session by importing generated canonical JSONL, starts
 //! several real `ctxgate serve` processes on one copy of it, and drives each with an MCP client
 //! (rmcp) calling `select_context` one call after another, all servers at once. Prints
-//! requests/s, latency percentiles, and each server's peak RSS (VmHWM) after the first
-//! `--rss-early` calls and after all of them. Run it in release mode:
+//! requests/s, latency percentiles, and each server's peak and current RSS (VmHWM, VmRSS)
+//! after the first `--rss-early` calls, after ten times as many, and after all of them. Run it
+//! in release mode:
 //!
 //! ```text
 //! cargo build --release --bin ctxgate && \
@@ -99,19 +100,12 @@ async fn start(ctxgate: &Path, db: &Path, busy_timeout: f64) -> Result<Server> {
 struct Run {
     latencies: Vec<Duration>,
     empty: usize,
-    hwm_early_kib: Option<u64>,
-    hwm_late_kib: Option<u64>,
-    rss_late_kib: Option<u64>,
+    /// (calls so far, VmHWM, VmRSS) after `--rss-early` calls, after 10 times as many, and at the end.
+    memory: Vec<(usize, Option<u64>, Option<u64>)>,
 }
 
 async fn drive(server: Server, queries: Arc<Vec<String>>, offset: usize, args: Arc<Args>) -> Result<Run> {
-    let mut run = Run {
-        latencies: Vec::with_capacity(args.requests),
-        empty: 0,
-        hwm_early_kib: None,
-        hwm_late_kib: None,
-        rss_late_kib: None,
-    };
+    let mut run = Run { latencies: Vec::with_capacity(args.requests), empty: 0, memory: Vec::new() };
     for i in 0..args.requests {
         let query = &queries[(offset + i) % queries.len()];
         let mut arguments = serde_json::Map::new();
@@ -126,12 +120,11 @@ async fn drive(server: Server, queries: Arc<Vec<String>>, offset: usize, args: A
         }
         let blocks = result.structured_content.as_ref().and_then(|c| c["blocks"].as_array().map(Vec::len));
         run.empty += usize::from(blocks.unwrap_or(0) == 0);
-        if i + 1 == args.rss_early {
-            run.hwm_early_kib = vm_kib(server.pid, "VmHWM");
+        let done = i + 1;
+        if done == args.requests || done == args.rss_early || done == args.rss_early * 10 {
+            run.memory.push((done, vm_kib(server.pid, "VmHWM"), vm_kib(server.pid, "VmRSS")));
         }
     }
-    run.hwm_late_kib = vm_kib(server.pid, "VmHWM");
-    run.rss_late_kib = vm_kib(server.pid, "VmRSS");
     server.client.cancel().await.context("cannot stop the client")?;
     Ok(run)
 }
@@ -201,14 +194,12 @@ async fn main() -> Result<()> {
     }
     println!("             {empty} of {calls} selections empty");
     for (s, run) in runs.iter().enumerate() {
-        println!(
-            "peak RSS     server {s}: {} after {} calls, {} after {} calls (current {})",
-            kib(run.hwm_early_kib),
-            args.rss_early.min(args.requests),
-            kib(run.hwm_late_kib),
-            args.requests,
-            kib(run.rss_late_kib)
-        );
+        let points: Vec<String> = run
+            .memory
+            .iter()
+            .map(|(calls, hwm, rss)| format!("{calls} calls: peak {} (now {})", kib(*hwm), kib(*rss)))
+            .collect();
+        println!("RSS          server {s}: {}", points.join(" | "));
     }
     if empty * 2 > calls {
         bail!("most selections were empty: the figures are meaningless");
