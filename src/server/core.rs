@@ -25,6 +25,8 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// JSON Schema of its arguments (an object).
     pub input_schema: Map<String, Value>,
+    /// JSON Schema of its structured result when it succeeds (an object), if declared.
+    pub output_schema: Option<Map<String, Value>>,
     /// True if it never writes to the index.
     pub read_only: bool,
 }
@@ -171,29 +173,53 @@ importing the same log again adds nothing. Returns what was new, already there, 
 pub const TOOL_NAMES: [&str; 6] =
     ["select_context", "build_prompt", "record_turn", "gate", "list_sessions", "import_logs"];
 
+/// JSON Schema (draft 2020-12) of `T` as an object: arguments as deserialized, or results as
+/// serialized (`serialize`), without `$schema` and the type's title and description.
+fn object_schema<T: JsonSchema>(serialize: bool) -> Map<String, Value> {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    if serialize {
+        settings = settings.for_serialize();
+    }
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut object = match serde_json::to_value(schema) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    object.remove("$schema");
+    object.remove("title");
+    object.remove("description");
+    if !object.contains_key("properties") {
+        object.insert("properties".into(), Value::Object(Map::new()));
+    }
+    object
+}
+
+impl ToolSpec {
+    /// The tool with `T` as the shape of its structured result.
+    fn returns<T: JsonSchema>(self) -> ToolSpec {
+        ToolSpec { output_schema: Some(object_schema::<T>(true)), ..self }
+    }
+}
+
 /// The six tools.
 pub fn tools() -> Vec<ToolSpec> {
     fn spec<T: JsonSchema>(name: &'static str, description: &'static str, read_only: bool) -> ToolSpec {
-        let schema =
-            schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
-        let mut input_schema = match serde_json::to_value(schema) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
-        };
-        input_schema.remove("$schema");
-        input_schema.remove("title");
-        if !input_schema.contains_key("properties") {
-            input_schema.insert("properties".into(), Value::Object(Map::new()));
+        ToolSpec {
+            name,
+            description,
+            input_schema: object_schema::<T>(false),
+            output_schema: None,
+            read_only,
         }
-        ToolSpec { name, description, input_schema, read_only }
     }
+    use super::schema::*;
     vec![
-        spec::<SelectContextParams>("select_context", SELECT_CONTEXT, true),
-        spec::<BuildPromptParams>("build_prompt", BUILD_PROMPT, true),
-        spec::<RecordTurnParams>("record_turn", RECORD_TURN, false),
-        spec::<GateParams>("gate", GATE, true),
-        spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true),
-        spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false),
+        spec::<SelectContextParams>("select_context", SELECT_CONTEXT, true).returns::<SelectContextOutput>(),
+        spec::<BuildPromptParams>("build_prompt", BUILD_PROMPT, true).returns::<BuildPromptOutput>(),
+        spec::<RecordTurnParams>("record_turn", RECORD_TURN, false).returns::<RecordTurnOutput>(),
+        spec::<GateParams>("gate", GATE, true).returns::<GateOutput>(),
+        spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true).returns::<ListSessionsOutput>(),
+        spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false).returns::<ImportLogsOutput>(),
     ]
 }
 
@@ -277,7 +303,17 @@ impl Core {
                     skip_invalid: p.skip_invalid,
                     ..ImportOptions::default()
                 };
-                self.with_index(|gk| document(&gk.import(&p.paths, &options)?))
+                self.with_index(|gk| {
+                    let mut report = gk.import(&p.paths, &options)?;
+                    // A file name that is not UTF-8 cannot go into JSON as it is: report it
+                    // lossily rather than fail after the import has been written.
+                    for file in &mut report.files {
+                        if file.path.to_str().is_none() {
+                            file.path = PathBuf::from(file.path.to_string_lossy().into_owned());
+                        }
+                    }
+                    document(&report)
+                })
             }
             _ => Err(ToolError {
                 kind: "unknown_tool",
@@ -361,6 +397,10 @@ mod tests {
         for spec in &specs {
             assert_eq!(spec.input_schema.get("type"), Some(&Value::from("object")), "{}", spec.name);
             assert!(spec.input_schema.contains_key("properties"), "{}", spec.name);
+            let output =
+                spec.output_schema.as_ref().unwrap_or_else(|| panic!("{}: no output schema", spec.name));
+            assert_eq!(output.get("type"), Some(&Value::from("object")), "{}", spec.name);
+            assert!(output["required"].as_array().is_some_and(|r| r.contains(&"schema_version".into())));
         }
     }
 

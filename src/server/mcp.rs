@@ -1,9 +1,11 @@
 //! The MCP side of `ctxgate serve`: an rmcp [`ServerHandler`] over [`Core`], served on stdio.
 
 use super::core::{Core, ToolError, tools};
+use super::screen::{CODE_PARSE_ERROR, MAX_MESSAGE_BYTES, REJECTED_METHOD, Screened};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -27,8 +29,12 @@ impl McpServer {
         let tools = tools()
             .into_iter()
             .map(|spec| {
-                Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
-                    .annotate(ToolAnnotations::new().read_only(spec.read_only).destructive(false))
+                let tool = Tool::new(spec.name, spec.description, Arc::new(spec.input_schema))
+                    .annotate(ToolAnnotations::new().read_only(spec.read_only).destructive(false));
+                match spec.output_schema {
+                    Some(schema) => tool.with_raw_output_schema(Arc::new(schema)),
+                    None => tool,
+                }
             })
             .collect();
         McpServer { core: Arc::new(core), tools: Arc::new(tools) }
@@ -83,14 +89,36 @@ impl ServerHandler for McpServer {
         };
         Ok(result.into())
     }
+
+    /// Answers the stand-in request [`Screened`] puts in place of a message it rejected (too
+    /// long, or not JSON) with a JSON-RPC error; any other unknown method is not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method != REJECTED_METHOD {
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+        }
+        let params = request.params.unwrap_or_default();
+        let code = params["code"].as_i64().and_then(|c| i32::try_from(c).ok()).unwrap_or(CODE_PARSE_ERROR);
+        let message = params["message"].as_str().unwrap_or("the message was rejected").to_string();
+        log::debug!("rejected a message: {message}");
+        Err(ErrorData::new(ErrorCode(code), message, None))
+    }
 }
 
-/// Serves `core` over stdin/stdout until the client closes the connection.
+/// Serves `core` over stdin/stdout until the client closes the connection. Incoming lines go
+/// through [`Screened`] first, so a message over [`MAX_MESSAGE_BYTES`] or one that is not
+/// valid JSON gets a JSON-RPC error instead of no answer.
 ///
 /// # Errors
 /// The transport failed to start (initialization did not complete) or ended with an error.
 pub async fn serve_stdio(core: Core) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let service = McpServer::new(core).serve(rmcp::transport::stdio()).await?;
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(Screened::new(stdin), stdout)
+        .with_max_line_length(MAX_MESSAGE_BYTES);
+    let service = McpServer::new(core).serve(transport).await?;
     service.waiting().await?;
     Ok(())
 }

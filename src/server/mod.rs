@@ -12,12 +12,15 @@
 
 mod core;
 mod mcp;
+mod schema;
+mod screen;
 
 pub use self::core::{
     BuildPromptParams, Core, GateParams, ImportLogsParams, ListSessionsParams, PolicyParam, RecordTurnParams,
     SCHEMA_VERSION, SelectContextParams, TOOL_NAMES, ToolError, ToolSpec, tools,
 };
 pub use self::mcp::{McpServer, serve_stdio};
+pub use self::screen::{MAX_MESSAGE_BYTES, REJECTED_METHOD, Screened};
 
 /// Page cache the server opens the index with: small, since it is dropped after every call.
 pub const SERVER_CACHE_BYTES: usize = 16 * 1024 * 1024;

@@ -354,3 +354,6 @@ pub fn add_topics(env: &TestEnv, session: &str) -> TestResult {
     }
     Ok(())
 }
+
+/// Helpers for `ctxgate serve` over MCP.
+pub mod mcp;

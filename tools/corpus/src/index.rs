@@ -69,13 +69,7 @@ fn workspace_root() -> PathBuf {
 /// `rebuild` is set. `progress` is called with the number of turns added so far, every 1000.
 pub fn cached_index(turns: u32, seed: u64, rebuild: bool, progress: impl FnMut(u32)) -> Result<CachedIndex> {
     let dir = cache_dir()?;
-    let stem = format!(
-        "index-t{turns}-s{seed}-f{}-a{}-c{}-{:016x}",
-        ctxgate::store::FORMAT_VERSION,
-        ctxgate::anchor::ANCHOR_RULES_VERSION,
-        crate::CORPUS_VERSION,
-        source_fingerprint()
-    );
+    let stem = stem("index", turns, seed);
     let path = dir.join(format!("{stem}.redb"));
     let info_path = dir.join(format!("{stem}.json"));
     if !rebuild && let Some(build) = reusable(&path, &info_path, turns) {
@@ -89,6 +83,65 @@ pub fn cached_index(turns: u32, seed: u64, rebuild: bool, progress: impl FnMut(u
     std::fs::write(&info_path, serde_json::to_vec_pretty(&build)?)
         .with_context(|| format!("cannot write {}", info_path.display()))?;
     Ok(CachedIndex { path, build, built_now: true })
+}
+
+/// The cache file name (without extension) of an index of `kind` ("index": built by
+/// `add_turn`, "imported": by `ctxgate import`).
+fn stem(kind: &str, turns: u32, seed: u64) -> String {
+    format!(
+        "{kind}-t{turns}-s{seed}-f{}-a{}-c{}-{:016x}",
+        ctxgate::store::FORMAT_VERSION,
+        ctxgate::anchor::ANCHOR_RULES_VERSION,
+        crate::CORPUS_VERSION,
+        source_fingerprint()
+    )
+}
+
+/// Like [`cached_index`] (same turns, same session), but built the fast way: the turns are
+/// written as canonical JSONL and imported with `ctxgate import` (the binary at `ctxgate`),
+/// one transaction per batch instead of one per turn. Cached as `imported-…` beside the others.
+pub fn cached_imported_index(turns: u32, seed: u64, ctxgate: &Path, rebuild: bool) -> Result<CachedIndex> {
+    let dir = cache_dir()?;
+    let stem = stem("imported", turns, seed);
+    let path = dir.join(format!("{stem}.redb"));
+    let info_path = dir.join(format!("{stem}.json"));
+    if !rebuild && let Some(build) = reusable(&path, &info_path, turns) {
+        return Ok(CachedIndex { path, build, built_now: false });
+    }
+    let partial = dir.join(format!("{stem}.partial-{}", std::process::id()));
+    let log = dir.join(format!("{stem}.partial-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&partial);
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
+        for turn in Corpus::new(seed).session(0).take(turns as usize) {
+            let line =
+                serde_json::json!({"session": SESSION, "user": turn.user, "assistant": turn.assistant});
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
+    }
+    let started = Instant::now();
+    let status = std::process::Command::new(ctxgate)
+        .arg("--db")
+        .arg(&partial)
+        .args(["-q", "import", "--format", "jsonl"])
+        .arg(&log)
+        .status()
+        .with_context(|| format!("cannot run {}", ctxgate.display()))?;
+    let seconds = started.elapsed().as_secs_f64();
+    let _ = std::fs::remove_file(&log);
+    if !status.success() {
+        bail!("ctxgate import failed: {status}");
+    }
+    std::fs::rename(&partial, &path).with_context(|| format!("cannot rename to {}", path.display()))?;
+    let build = BuildInfo { turns, seed, seconds, file_bytes: std::fs::metadata(&path)?.len() };
+    std::fs::write(&info_path, serde_json::to_vec_pretty(&build)?)
+        .with_context(|| format!("cannot write {}", info_path.display()))?;
+    match reusable(&path, &info_path, turns) {
+        Some(build) => Ok(CachedIndex { path, build, built_now: true }),
+        None => bail!("the imported index at {} does not hold the {turns} turns", path.display()),
+    }
 }
 
 /// The build info of a cached index that opens, decodes and holds exactly `turns` turns.

@@ -1,0 +1,380 @@
+//! `ctxgate serve` under bad input and hard stops: every bad request gets an error response and
+//! the server answers the next request; inputs over the limits are refused with a clear error;
+//! messages the SDK cannot send (lone surrogates, invalid JSON) are answered over raw stdio;
+//! file names that are not UTF-8 are imported and reported; a server killed with SIGKILL in the
+//! middle of `record_turn` calls leaves an index that verifies and holds every acknowledged turn.
+//! Also: every tool declares an output schema, and its results conform to it.
+
+mod common;
+
+use common::mcp::{Client, McpResult, RawServer, call, check_schema, ok, start, tool_error};
+use common::{TestEnv, add_topics};
+use rmcp::ServiceError;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// How long any one call may take before it counts as a hang.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// An index with the three [`common::TOPICS`] turns in session "work".
+fn seeded() -> McpResult<TestEnv> {
+    let env = TestEnv::new().map_err(|e| e.to_string())?;
+    add_topics(&env, "work").map_err(|e| e.to_string())?;
+    Ok(env)
+}
+
+/// Proves the server still serves: a read that must succeed, and the session still has `turns`.
+async fn still_serving(client: &Client, turns: u64, after: &str) -> McpResult {
+    let sessions = tokio::time::timeout(PATIENCE, ok(client, "list_sessions", json!({})))
+        .await
+        .map_err(|_| format!("list_sessions hung after {after}"))?
+        .map_err(|e| format!("list_sessions failed after {after}: {e}"))?;
+    let work = sessions["sessions"].as_array().and_then(|s| s.iter().find(|s| s["name"] == "work"));
+    assert_eq!(work.map(|s| s["turns"].clone()), Some(json!(turns)), "after {after}: {sessions}");
+    let gate = ok(client, "gate", json!({"session": "work", "query": "redis lock ttl"})).await?;
+    assert!(gate["decision"]["topic"].is_string(), "after {after}: {gate}");
+    Ok(())
+}
+
+/// The JSON-RPC error of a call that must fail at the protocol level, within [`PATIENCE`].
+async fn protocol_error(client: &Client, params: CallToolRequestParams) -> McpResult<(i32, String)> {
+    match tokio::time::timeout(PATIENCE, client.call_tool(params)).await {
+        Err(_) => Err("no response: the request hung".into()),
+        Ok(Err(ServiceError::McpError(e))) => Ok((e.code.0, e.message.to_string())),
+        Ok(other) => Err(format!("expected a JSON-RPC error, got {other:?}").into()),
+    }
+}
+
+fn params(tool: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_string()).with_arguments(common::mcp::args(arguments))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unknown_tools_missing_and_mistyped_arguments_are_errors_and_the_server_keeps_serving() -> McpResult {
+    let env = seeded()?;
+    let client = start(&env.db).await?;
+
+    // Unknown tools: a JSON-RPC invalid-params error naming the tools.
+    for name in ["no_such_tool", "", "SELECT_CONTEXT", "select_context\u{0}"] {
+        let (code, message) = protocol_error(&client, params(name, json!({}))).await?;
+        assert_eq!(code, -32602, "{name:?}: {message}");
+        assert!(message.contains("select_context"), "{name:?}: {message}");
+        still_serving(&client, 3, &format!("unknown tool {name:?}")).await?;
+    }
+
+    // Missing arguments: every tool with required arguments, called with none.
+    for (tool, missing) in [
+        ("select_context", "session"),
+        ("build_prompt", "session"),
+        ("record_turn", "session"),
+        ("gate", "session"),
+        ("import_logs", "paths"),
+    ] {
+        let (kind, message) = tool_error(&client, tool, json!({})).await?;
+        assert_eq!(kind, "bad_input", "{tool}: {message}");
+        assert!(message.contains(missing), "{tool}: {message}");
+        // No `arguments` member at all.
+        let bare = CallToolRequestParams::new(tool.to_string());
+        let result = client.call_tool(bare).await?;
+        assert_eq!(result.is_error, Some(true), "{tool} without arguments: {result:?}");
+        still_serving(&client, 3, &format!("{tool} without {missing}")).await?;
+    }
+    let (kind, _) = tool_error(&client, "record_turn", json!({"session": "work", "user": "u"})).await?;
+    assert_eq!(kind, "bad_input");
+
+    // Wrong types, one argument at a time.
+    let wrong: [(&str, Value); 14] = [
+        ("select_context", json!({"session": 5, "query": "x"})),
+        ("select_context", json!({"session": "work", "query": ["x"]})),
+        ("select_context", json!({"session": "work", "query": null})),
+        ("select_context", json!({"session": "work", "query": "x", "budget": -1})),
+        ("select_context", json!({"session": "work", "query": "x", "budget": 1.5})),
+        ("select_context", json!({"session": "work", "query": "x", "budget": 1u64 << 40})),
+        ("select_context", json!({"session": "work", "query": "x", "as_of": "2"})),
+        ("build_prompt", json!({"session": "work", "query": {"text": "x"}})),
+        ("record_turn", json!({"session": "work", "user": true, "assistant": "b"})),
+        ("gate", json!({"session": ["work"], "query": "x"})),
+        ("import_logs", json!({"paths": "/tmp/log.jsonl"})),
+        ("import_logs", json!({"paths": [1, 2]})),
+        ("import_logs", json!({"paths": ["a.jsonl"], "format": "yaml"})),
+        ("import_logs", json!({"paths": ["a.jsonl"], "skip_invalid": "yes"})),
+    ];
+    for (tool, arguments) in wrong {
+        let (kind, message) = tool_error(&client, tool, arguments.clone()).await?;
+        assert_eq!(kind, "bad_input", "{tool} {arguments}: {message}");
+        assert!(message.contains(tool), "the message names the tool: {message}");
+        still_serving(&client, 3, &format!("{tool} {arguments}")).await?;
+    }
+    client.cancel().await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn huge_inputs_are_refused_with_a_clear_error_or_handled_within_the_limits() -> McpResult {
+    let env = seeded()?;
+    let client = start(&env.db).await?;
+    let limit = ctxgate::server::MAX_MESSAGE_BYTES;
+
+    // A 20 MB query: over the message limit, answered with a JSON-RPC error (not dropped).
+    let query = "redis lock ".repeat(20_000_000 / 11);
+    let (code, message) =
+        protocol_error(&client, params("select_context", json!({"session": "work", "query": query}))).await?;
+    assert_eq!(code, -32600, "{message}");
+    assert!(message.contains(&limit.to_string()) && message.contains("limit"), "{message}");
+    still_serving(&client, 3, "a 20 MB query").await?;
+
+    // A 9 MiB query fits in a message but is over the library's 8 MiB per text: a tool error.
+    let query = "x".repeat(9 * 1024 * 1024);
+    let (kind, message) =
+        tool_error(&client, "select_context", json!({"session": "work", "query": query})).await?;
+    assert_eq!(kind, "bad_input", "{message}");
+    assert!(message.contains("limit"), "{message}");
+    still_serving(&client, 3, "a 9 MiB query").await?;
+
+    // A 5 MB user text is within the limits: recorded, and selections still work.
+    let user = "The nightly export job writes parquet files to the archive bucket. ".repeat(5_000_000 / 68);
+    let added = tokio::time::timeout(
+        PATIENCE,
+        ok(&client, "record_turn", json!({"session": "work", "user": user, "assistant": "Noted."})),
+    )
+    .await
+    .map_err(|_| "record_turn of 5 MB hung")??;
+    assert_eq!(added["turn_id"], json!(3), "{added}");
+    let selected =
+        ok(&client, "select_context", json!({"session": "work", "query": "parquet archive export"})).await?;
+    assert!(selected["blocks"].as_array().is_some_and(|b| b.iter().any(|b| b["turn_id"] == 3)), "{selected}");
+    still_serving(&client, 4, "a 5 MB turn").await?;
+
+    // Two texts of 8 MiB each: each within its limit, together over the message limit.
+    let text = "y".repeat(8 * 1024 * 1024);
+    let (code, message) = protocol_error(
+        &client,
+        params("record_turn", json!({"session": "work", "user": text, "assistant": text})),
+    )
+    .await?;
+    assert_eq!(code, -32600, "{message}");
+    still_serving(&client, 4, "a 16 MiB turn").await?;
+
+    // A session name over its 256-byte limit, and many paths to import, all missing.
+    let (kind, _) =
+        tool_error(&client, "gate", json!({"session": "s".repeat(300), "query": "redis"})).await?;
+    assert_eq!(kind, "bad_input");
+    let missing: Vec<String> = (0..10_000).map(|i| format!("/nonexistent/ctxgate/{i}.jsonl")).collect();
+    let (kind, message) = tool_error(&client, "import_logs", json!({"paths": missing})).await?;
+    assert_eq!(kind, "io", "{message}");
+    still_serving(&client, 4, "10,000 missing paths").await?;
+    client.cancel().await?;
+    Ok(())
+}
+
+/// Messages the SDK cannot produce, sent as raw lines: each is answered with a JSON-RPC error
+/// carrying its id, and the next request is served.
+#[test]
+fn lone_surrogates_and_invalid_json_over_raw_stdio_get_error_responses() -> McpResult {
+    let env = seeded()?;
+    let mut server = RawServer::start(&env.db)?;
+    let wait = Duration::from_secs(60);
+    let mut id = 1;
+    let serves = |server: &mut RawServer, id: &mut u64, after: &str| -> McpResult {
+        *id += 1;
+        server.call_raw(*id, "list_sessions", "{}")?;
+        let response = server.response(*id, wait).map_err(|e| format!("after {after}: {e}"))?;
+        assert_eq!(
+            response["result"]["structuredContent"]["sessions"][0]["turns"],
+            json!(3),
+            "after {after}: {response}"
+        );
+        *id += 1;
+        Ok(())
+    };
+
+    let cases: [(&str, &str); 6] = [
+        ("import_logs", r#"{"paths": ["/tmp/\ud800.jsonl"]}"#),
+        ("import_logs", r#"{"paths": ["/tmp/ok.jsonl", "\udc00\ud800"]}"#),
+        ("select_context", r#"{"session": "work", "query": "redis \ud83d lock"}"#),
+        ("record_turn", r#"{"session": "\ud800", "user": "u", "assistant": "a"}"#),
+        ("select_context", r#"{"session": "work", "query": "unterminated}"#),
+        (
+            "select_context",
+            &format!(r#"{{"session": "work", "query": {}"x"{}}}"#, "[".repeat(300), "]".repeat(300)),
+        ),
+    ];
+    for (tool, arguments) in cases {
+        server.call_raw(id, tool, arguments)?;
+        let response = server.response(id, wait).map_err(|e| format!("{tool} {arguments:.80}: {e}"))?;
+        assert_eq!(response["error"]["code"], json!(-32700), "{response}");
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("not valid JSON"), "{message}");
+        serves(&mut server, &mut id, &format!("{tool} {arguments:.80}"))?;
+    }
+    // A string id is answered too; a notification with bad JSON has no one to answer and is
+    // dropped silently.
+    server.send_raw(br#"{"jsonrpc":"2.0","id":"s-1","method":"tools/call","params":{"name":"gate","arguments":{"session":"\udfff","query":"q"}}}"#)?;
+    let response = server.next_message(wait)?.ok_or("no response to a string id")?;
+    assert_eq!(
+        (response["id"].clone(), response["error"]["code"].clone()),
+        (json!("s-1"), json!(-32700)),
+        "{response}"
+    );
+    server
+        .send_raw(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"\ud800"}}"#)?;
+    server.send_raw(b"this is not JSON at all")?;
+    serves(&mut server, &mut id, "a notification and garbage")?;
+    assert!(server.child.try_wait()?.is_none(), "the server exited");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn file_names_that_are_not_utf8_are_imported_and_reported_lossily() -> McpResult {
+    use std::os::unix::ffi::OsStrExt;
+    let env = seeded()?;
+    let logs = env.dir.path().join("logs");
+    std::fs::create_dir(&logs)?;
+    let line = |n: u32| {
+        format!(
+            "{{\"session\": \"imported\", \"user\": \"question {n} about kafka\", \"assistant\": \"answer {n}\"}}\n"
+        )
+    };
+    std::fs::write(logs.join("a-good.jsonl"), line(0))?;
+    let bad = logs.join(std::ffi::OsStr::from_bytes(b"b-bad-\xff\xfe.jsonl"));
+    std::fs::write(&bad, line(1))?;
+
+    let client = start(&env.db).await?;
+    let report = ok(&client, "import_logs", json!({"paths": [logs]})).await?;
+    assert_eq!(report["new_turns"], json!(2), "{report}");
+    let files = report["files"].as_array().ok_or("no files")?;
+    assert_eq!(files.len(), 2, "{report}");
+    let bad_name = files[1]["path"].as_str().ok_or("no path")?;
+    assert!(bad_name.ends_with("b-bad-\u{fffd}\u{fffd}.jsonl"), "{bad_name}");
+    // The lossy name is not the file: importing it is a clear `io` error, not a crash.
+    let (kind, message) = tool_error(&client, "import_logs", json!({"paths": [bad_name]})).await?;
+    assert_eq!(kind, "io", "{message}");
+    // Again: everything is already there.
+    let again = ok(&client, "import_logs", json!({"paths": [logs]})).await?;
+    assert_eq!(
+        (again["new_turns"].clone(), again["existing_turns"].clone()),
+        (json!(0), json!(2)),
+        "{again}"
+    );
+    still_serving(&client, 3, "non-UTF-8 file names").await?;
+    client.cancel().await?;
+    let verify = common::run_at(&env.db, ["verify"]).map_err(|e| e.to_string())?;
+    assert_eq!(verify.code, Some(0), "{verify:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_tool_declares_an_output_schema_and_its_results_conform() -> McpResult {
+    let env = seeded()?;
+    let log = env.dir.path().join("log.jsonl");
+    std::fs::write(
+        &log,
+        "{\"session\": \"imported\", \"user\": \"How do I rotate TLS certificates?\", \"assistant\": \"Use cert-manager.\"}\n",
+    )?;
+    let client = start(&env.db).await?;
+    let tools = client.list_all_tools().await?;
+    assert_eq!(tools.len(), ctxgate::server::TOOL_NAMES.len());
+    let calls = [
+        ("select_context", json!({"session": "work", "query": "redis lock ttl", "policy": "fill"})),
+        ("build_prompt", json!({"session": "work", "query": "redis lock ttl"})),
+        (
+            "record_turn",
+            json!({"session": "work", "user": "Why is the ingress 502?", "assistant": "The TLS secret."}),
+        ),
+        ("gate", json!({"session": "work", "query": "and then?"})),
+        ("list_sessions", json!({})),
+        ("import_logs", json!({"paths": [log], "format": "jsonl"})),
+    ];
+    for tool in &tools {
+        let schema =
+            tool.output_schema.as_ref().ok_or_else(|| format!("{} has no output schema", tool.name))?;
+        let schema = Value::Object(schema.as_ref().clone());
+        assert_eq!(schema["type"], json!("object"), "{}: {schema}", tool.name);
+        let required: Vec<&str> =
+            schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        assert!(required.contains(&"schema_version"), "{}: {schema}", tool.name);
+        let (_, arguments) = calls.iter().find(|(name, _)| *name == tool.name).ok_or("no call for a tool")?;
+        let result = call(&client, &tool.name, arguments.clone()).await?;
+        assert_ne!(result.is_error, Some(true), "{}: {result:?}", tool.name);
+        let content = result.structured_content.ok_or("no structured content")?;
+        check_schema(&content, &schema, &schema, &tool.name).map_err(|e| format!("{e}\nschema: {schema}"))?;
+    }
+    // The obvious fields, by name.
+    let required = |name: &str| -> Vec<String> {
+        let tool = tools.iter().find(|t| t.name == name);
+        let schema = tool.and_then(|t| t.output_schema.as_ref()).and_then(|s| s.get("required")).cloned();
+        serde_json::from_value(schema.unwrap_or(json!([]))).unwrap_or_default()
+    };
+    for (tool, fields) in [
+        ("select_context", &["session", "query", "decision", "blocks", "budget", "coverage"][..]),
+        ("build_prompt", &["prompt"][..]),
+        ("record_turn", &["session", "turn_id"][..]),
+        ("gate", &["decision"][..]),
+        ("list_sessions", &["sessions"][..]),
+        ("import_logs", &["files", "new_turns", "existing_turns", "skipped"][..]),
+    ] {
+        let declared = required(tool);
+        for field in fields {
+            assert!(declared.iter().any(|d| d == field), "{tool} does not require {field}: {declared:?}");
+        }
+    }
+    client.cancel().await?;
+    Ok(())
+}
+
+/// SIGKILL in the middle of a stream of `record_turn` calls: the index opens and verifies, and
+/// every turn whose call was acknowledged is there with its text.
+#[test]
+fn a_server_killed_mid_stream_loses_no_acknowledged_turn() -> McpResult {
+    const SENT: u64 = 400;
+    const KILL_AFTER: usize = 40;
+    let env = seeded()?;
+    let mut server = RawServer::start(&env.db)?;
+    let user = |i: u64| format!("streamed question {i} about shard{i} rebalancing");
+    for i in 0..SENT {
+        let arguments = json!({"session": "stream", "user": user(i), "assistant": format!("answer {i}")});
+        server.send(&json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "tools/call",
+            "params": {"name": "record_turn", "arguments": arguments}}))?;
+    }
+    // Read acknowledgements, then kill -9 while the rest are in flight.
+    let mut acknowledged: Vec<(u64, u64)> = Vec::new(); // (request, turn id)
+    while acknowledged.len() < KILL_AFTER {
+        let message = server.next_message(Duration::from_secs(60))?.ok_or("the server stopped answering")?;
+        let request = message["id"].as_u64().ok_or("a response without a numeric id")? - 1000;
+        let content = &message["result"]["structuredContent"];
+        assert_ne!(message["result"]["isError"], json!(true), "{message}");
+        acknowledged.push((request, content["turn_id"].as_u64().ok_or("no turn id")?));
+    }
+    server.child.kill()?; // SIGKILL on Unix
+    server.child.wait()?;
+    // Responses written before the kill and not read yet were acknowledged too.
+    while let Some(message) = server.next_message(Duration::from_millis(500))? {
+        if let (Some(request), Some(turn)) =
+            (message["id"].as_u64(), message["result"]["structuredContent"]["turn_id"].as_u64())
+        {
+            acknowledged.push((request - 1000, turn));
+        }
+    }
+    assert!((acknowledged.len() as u64) < SENT, "the kill came after every call; nothing was in flight");
+
+    let verify = common::run_at(&env.db, ["--json", "verify"]).map_err(|e| e.to_string())?;
+    assert_eq!(verify.code, Some(0), "{verify:?}");
+    let gk = ctxgate::Gatekeeper::open(&env.db, ctxgate::Options::default())?;
+    let session = gk.session("stream")?;
+    let info = gk.sessions()?.into_iter().find(|s| s.name == "stream").ok_or("no session")?;
+    assert!(
+        info.turns as usize >= acknowledged.len(),
+        "{} turns, {} acknowledged",
+        info.turns,
+        acknowledged.len()
+    );
+    for (request, turn) in &acknowledged {
+        let stored = session.turn(*turn as u32)?.ok_or_else(|| format!("acknowledged turn {turn} lost"))?;
+        assert_eq!(stored.user, user(*request), "turn {turn}");
+    }
+    // The index is usable: a selection and a new turn.
+    assert!(!session.select("shard7 rebalancing")?.blocks.is_empty());
+    assert_eq!(session.add_turn("after the crash", "still here")?, info.turns);
+    Ok(())
+}
