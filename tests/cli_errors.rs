@@ -380,3 +380,25 @@ fn absurd_thread_counts_are_refused_quickly() -> TestResult {
     assert!(started.elapsed() < Duration::from_secs(5));
     Ok(())
 }
+
+#[cfg(unix)]
+#[test]
+fn import_json_reports_a_file_name_that_is_not_utf8() -> TestResult {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new()?;
+    let logs = env.dir.path().join("logs");
+    std::fs::create_dir(&logs)?;
+    let name = std::ffi::OsStr::from_bytes(b"bad\xff.jsonl");
+    std::fs::write(
+        logs.join(name),
+        "{\"session\": \"s\", \"user\": \"hello there\", \"assistant\": \"hi\"}\n",
+    )?;
+    let run = env.run(["--json", "import", logs.to_str().ok_or("utf-8 dir")?])?.ok()?;
+    let report: serde_json::Value = serde_json::from_str(&run.stdout)?;
+    assert_eq!(report["new_turns"], 1);
+    assert!(
+        report["files"][0]["path"].as_str().is_some_and(|p| p.ends_with("bad\u{FFFD}.jsonl")),
+        "{report}"
+    );
+    Ok(())
+}

@@ -79,14 +79,23 @@ fn seeded() -> TestResult<(tempfile::TempDir, PathBuf)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn lists_six_tools_with_input_schemas() -> TestResult {
+async fn lists_the_tools_with_input_schemas() -> TestResult {
     let (_dir, db) = seeded()?;
     let client = start(&db).await?;
     let tools = client.list_all_tools().await?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["select_context", "build_prompt", "record_turn", "gate", "list_sessions", "import_logs"]
+        [
+            "select_context",
+            "build_prompt",
+            "record_turn",
+            "gate",
+            "list_sessions",
+            "import_logs",
+            "store_evidence",
+            "read_evidence"
+        ]
     );
     for tool in &tools {
         assert_eq!(tool.input_schema.get("type"), Some(&json!("object")), "{}", tool.name);
@@ -176,6 +185,47 @@ async fn every_tool_answers_as_the_library_does() -> TestResult {
             "Add partitions and consumers."
         );
     }
+
+    // store_evidence: the dual write; read_evidence: by ref and pointer; both as the library does.
+    let rows: Vec<Value> = (0..500).map(|i| json!({"order_id": i, "status": "paid"})).collect();
+    let content = json!({"execution_time": 1843.7, "row_count": 500, "rows": rows}).to_string();
+    let stored =
+        ok(&client, "store_evidence", json!({"ref": "round_1/baseline.json", "content": content})).await?;
+    let projection = &stored["projection"];
+    assert_eq!(projection["facts"]["/execution_time"], json!(1843.7), "{stored}");
+    assert_eq!(projection["omitted_from_context"][0]["pointer"], json!("/rows"), "{stored}");
+    let part =
+        ok(&client, "read_evidence", json!({"ref": "round_1/baseline.json", "pointer": "/rows/7"})).await?;
+    let whole =
+        ok(&client, "read_evidence", json!({"ref": "round_1/baseline.json", "max_bytes": 100})).await?;
+    {
+        let gk = open(&db)?;
+        let root = gk.evidence_root()?;
+        assert_eq!(
+            std::fs::read_to_string(root.join("round_1/baseline.json"))?,
+            content,
+            "the whole document on disk"
+        );
+        let again = gk.project_evidence("round_1/baseline.json", &ctxgate::EvidenceOptions::default())?;
+        assert_eq!(*projection, serde_json::to_value(&again)?);
+        let bytes = gk.read_evidence("round_1/baseline.json", Some("/rows/7"))?;
+        assert_eq!(part["content"], json!(String::from_utf8(bytes)?));
+        assert_eq!(part["truncated"], json!(false));
+        assert_eq!(
+            (whole["bytes"].as_u64(), whole["truncated"].as_bool()),
+            (Some(content.len() as u64), Some(true))
+        );
+        assert_eq!(whole["content"].as_str().map(str::len), Some(100));
+    }
+    let selected = ok(
+        &client,
+        "select_context",
+        json!({"session": "work", "query": "execution_time row_count of the baseline", "budget": 8000}),
+    )
+    .await?;
+    assert_eq!(selected["evidence"][0]["evidence_ref"], json!("round_1/baseline.json"), "{selected}");
+    let escape = error_kind(&client, "store_evidence", json!({"ref": "../x.json", "content": "{}"})).await?;
+    assert_eq!(escape, "bad_ref");
     client.cancel().await?;
     Ok(())
 }

@@ -285,6 +285,8 @@ async fn every_tool_declares_an_output_schema_and_its_results_conform() -> McpRe
         ("gate", json!({"session": "work", "query": "and then?"})),
         ("list_sessions", json!({})),
         ("import_logs", json!({"paths": [log], "format": "jsonl"})),
+        ("store_evidence", json!({"ref": "logs/build.txt", "content": "error: linking failed\nsee above\n"})),
+        ("read_evidence", json!({"ref": "logs/build.txt"})),
     ];
     for tool in &tools {
         let schema =
@@ -313,6 +315,8 @@ async fn every_tool_declares_an_output_schema_and_its_results_conform() -> McpRe
         ("gate", &["decision"][..]),
         ("list_sessions", &["sessions"][..]),
         ("import_logs", &["files", "new_turns", "existing_turns", "skipped"][..]),
+        ("store_evidence", &["projection"][..]),
+        ("read_evidence", &["evidence_ref", "content", "bytes", "truncated"][..]),
     ] {
         let declared = required(tool);
         for field in fields {

@@ -108,7 +108,8 @@ pub struct Global {
     pub json: bool,
     threads: usize,
     busy_timeout: f64,
-    evidence_root: Option<PathBuf>,
+    /// The evidence root, if given.
+    pub evidence_root: Option<PathBuf>,
 }
 
 impl Global {

@@ -21,6 +21,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         threads: global.threads,
         busy_timeout,
         cache_bytes: args.cache_mib.saturating_mul(1024 * 1024),
+        evidence_root: global.evidence_root.clone(),
         ..Options::default()
     };
     // Fail now, not on the first request, if the file is not a usable index; a busy index is

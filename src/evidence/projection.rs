@@ -25,7 +25,7 @@ pub const DEFAULT_HEAD_LINES: usize = 20;
 pub const MAX_HEAD_BYTES: usize = 2048;
 
 /// The envelope of DESIGN §4.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Projection {
     /// The spec's schema version, or [`DEFAULT_SCHEMA_VERSION`].
     pub schema_version: String,
@@ -48,7 +48,7 @@ pub struct Projection {
 }
 
 /// A part of the document left out of the context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Omitted {
     /// The part's JSON pointer (JSON and binary documents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,7 +69,7 @@ pub struct Omitted {
 }
 
 /// A field the spec names that the document does not give.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Unknown {
     /// The field.
     pub pointer: String,
@@ -81,7 +81,7 @@ pub struct Unknown {
 }
 
 /// A decision the evidence does not support.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Blocked {
     /// The decision.
     pub decision: String,

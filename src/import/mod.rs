@@ -126,7 +126,8 @@ pub struct SessionReport {
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileReport {
-    /// The file.
+    /// The file (in JSON, a name that is not UTF-8 has U+FFFD for its invalid bytes).
+    #[serde(serialize_with = "serialize_lossy_path")]
     pub path: PathBuf,
     /// Its format (detected or given).
     pub format: Format,
@@ -140,6 +141,10 @@ pub struct FileReport {
     pub skipped: Vec<Skipped>,
     /// Tool results stored as evidence (new or changed since the last import).
     pub tool_outputs: u64,
+}
+
+fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 /// What an import did.

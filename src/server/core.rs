@@ -4,8 +4,10 @@
 //! Each call opens the index, does its work and drops it (see the module doc of
 //! [`crate::server`] for why).
 
+use crate::evidence::{Projection, Spec};
 use crate::{
-    Error, Format, GateDecision, Gatekeeper, ImportOptions, Options, Policy, SelectOptions, SessionInfo,
+    Error, EvidenceOptions, Format, GateDecision, Gatekeeper, ImportOptions, Options, Policy, SelectOptions,
+    SessionInfo,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -152,6 +154,42 @@ pub struct ImportLogsParams {
     pub skip_invalid: bool,
 }
 
+/// Arguments of `store_evidence`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreEvidenceParams {
+    /// Where to store it: a relative path inside the evidence root, e.g. round_3/baseline.json.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The whole document (JSON or text), exactly as the tool produced it.
+    pub content: String,
+    /// Project as this kind of the spec (default: the spec's match globs).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Projection spec file on the server's machine (default: the default projection).
+    #[serde(default)]
+    pub spec: Option<PathBuf>,
+}
+
+/// Arguments of `read_evidence`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadEvidenceParams {
+    /// The document's ref (an `evidence_ref` of a projection).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Only the JSON value at this RFC 6901 pointer, e.g. /result/rows/0 (a part listed in
+    /// omitted_from_context).
+    #[serde(default)]
+    pub pointer: Option<String>,
+    /// Most bytes of content returned (default 65536).
+    #[serde(default)]
+    pub max_bytes: Option<u32>,
+}
+
+/// Content returned by `read_evidence` when the caller gives no `max_bytes`.
+pub const DEFAULT_READ_BYTES: u32 = 64 * 1024;
+
 const SELECT_CONTEXT: &str = "Call this BEFORE answering a user message: returns the past turns of \
 the session that the message needs, pruned to the relevant sentences, within a token budget, with \
 the topic gate's decision and why each turn was chosen. Use the blocks as context for your answer. \
@@ -164,14 +202,30 @@ the session's next turn (the session is created on its first turn) and returns i
 Record every turn so later questions can find it.";
 const GATE: &str = "Only the topic gate's decision for a new message: continue (same topic as the \
 recent turns) or switch, with its numbers. Cheap; does not select anything.";
+const STORE_EVIDENCE: &str = "Call this with a tool's full output (query results, DDL, plans, logs, \
+test output) instead of putting it in the conversation: stores the whole document on disk under \
+`ref` and returns its projection — exact facts by JSON pointer, what was omitted and its size, \
+known unknowns, blocked decisions, claim constraints. Reason from the projection; never restate \
+omitted data; read parts with read_evidence.";
+const READ_EVIDENCE: &str = "Reads a stored evidence document by its evidence_ref, whole or the part \
+at a JSON pointer listed in omitted_from_context. Use it when a projection says a fact you need \
+was omitted, instead of guessing it.";
 const LIST_SESSIONS: &str = "Lists the sessions in the index with their turn counts, sources and time spans.";
 const IMPORT_LOGS: &str = "Imports conversation logs (canonical JSONL, OpenAI, ChatGPT, Claude, \
 Claude Code, Codex, ShareGPT) from files or directories on the server's machine. Incremental: \
 importing the same log again adds nothing. Returns what was new, already there, or skipped.";
 
 /// Names of the tools, in the order they are listed.
-pub const TOOL_NAMES: [&str; 6] =
-    ["select_context", "build_prompt", "record_turn", "gate", "list_sessions", "import_logs"];
+pub const TOOL_NAMES: [&str; 8] = [
+    "select_context",
+    "build_prompt",
+    "record_turn",
+    "gate",
+    "list_sessions",
+    "import_logs",
+    "store_evidence",
+    "read_evidence",
+];
 
 /// JSON Schema (draft 2020-12) of `T` as an object: arguments as deserialized, or results as
 /// serialized (`serialize`), without `$schema` and the type's title and description.
@@ -201,7 +255,7 @@ impl ToolSpec {
     }
 }
 
-/// The six tools.
+/// The tools, in [`TOOL_NAMES`] order.
 pub fn tools() -> Vec<ToolSpec> {
     fn spec<T: JsonSchema>(name: &'static str, description: &'static str, read_only: bool) -> ToolSpec {
         ToolSpec {
@@ -220,6 +274,8 @@ pub fn tools() -> Vec<ToolSpec> {
         spec::<GateParams>("gate", GATE, true).returns::<GateOutput>(),
         spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true).returns::<ListSessionsOutput>(),
         spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false).returns::<ImportLogsOutput>(),
+        spec::<StoreEvidenceParams>("store_evidence", STORE_EVIDENCE, false).returns::<StoreEvidenceOutput>(),
+        spec::<ReadEvidenceParams>("read_evidence", READ_EVIDENCE, true).returns::<ReadEvidenceOutput>(),
     ]
 }
 
@@ -303,16 +359,35 @@ impl Core {
                     skip_invalid: p.skip_invalid,
                     ..ImportOptions::default()
                 };
+                // A file name that is not UTF-8 is reported lossily (`FileReport` serializes so).
+                self.with_index(|gk| document(&gk.import(&p.paths, &options)?))
+            }
+            "store_evidence" => {
+                let p: StoreEvidenceParams = parse(name, args)?;
+                let spec = match &p.spec {
+                    Some(path) => Some(Spec::load(path).map_err(Error::from)?),
+                    None => None,
+                };
+                let options = EvidenceOptions { spec: spec.as_ref(), kind: p.kind.as_deref() };
                 self.with_index(|gk| {
-                    let mut report = gk.import(&p.paths, &options)?;
-                    // A file name that is not UTF-8 cannot go into JSON as it is: report it
-                    // lossily rather than fail after the import has been written.
-                    for file in &mut report.files {
-                        if file.path.to_str().is_none() {
-                            file.path = PathBuf::from(file.path.to_string_lossy().into_owned());
-                        }
-                    }
-                    document(&report)
+                    let projection = gk.put_evidence(&p.reference, p.content.as_bytes(), &options)?;
+                    document(&Stored { projection })
+                })
+            }
+            "read_evidence" => {
+                let p: ReadEvidenceParams = parse(name, args)?;
+                let max = p.max_bytes.unwrap_or(DEFAULT_READ_BYTES) as usize;
+                self.with_index(|gk| {
+                    let bytes = gk.read_evidence(&p.reference, p.pointer.as_deref())?;
+                    let text = String::from_utf8_lossy(&bytes);
+                    let cut = text.floor_char_boundary(max.min(text.len()));
+                    document(&Read {
+                        evidence_ref: &p.reference,
+                        pointer: p.pointer.as_deref(),
+                        content: &text[..cut],
+                        bytes: bytes.len() as u64,
+                        truncated: cut < text.len(),
+                    })
                 })
             }
             _ => Err(ToolError {
@@ -363,6 +438,20 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Map<String, Value>) -> 
         kind: "bad_input",
         message: format!("invalid arguments for {tool}: {e} (see the tool's input schema)"),
     })
+}
+
+#[derive(Serialize)]
+struct Stored {
+    projection: Projection,
+}
+
+#[derive(Serialize)]
+struct Read<'a> {
+    evidence_ref: &'a str,
+    pointer: Option<&'a str>,
+    content: &'a str,
+    bytes: u64,
+    truncated: bool,
 }
 
 /// `value` as a JSON object with `schema_version` added, as the CLI prints it.

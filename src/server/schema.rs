@@ -6,6 +6,7 @@
 
 use super::core::PolicyParam;
 use crate::Format;
+use crate::evidence::Projection;
 use schemars::JsonSchema;
 
 /// `select_context`: the selected turns and why (as `select --json`).
@@ -27,6 +28,53 @@ pub struct SelectContextOutput {
     coverage: f64,
     /// Selected past turns, in chronological order; use them as context.
     blocks: Vec<Block>,
+    /// Selected evidence projections (exact facts of tool output kept on disk); read what they
+    /// omit with read_evidence.
+    evidence: Vec<EvidenceBlock>,
+    /// Version of this document.
+    schema_version: u32,
+}
+
+/// One selected evidence projection.
+#[derive(JsonSchema)]
+struct EvidenceBlock {
+    /// Where the full document is: pass it to read_evidence.
+    evidence_ref: String,
+    /// Its kind.
+    kind: String,
+    /// The evidence recall score.
+    score: f64,
+    /// Query anchors it covered first.
+    covered_anchors: Vec<String>,
+    /// Estimated tokens of the projection.
+    tokens: u32,
+    /// The projection: facts (exact values by JSON pointer), omitted parts, known unknowns,
+    /// blocked decisions, claim constraints, agent space.
+    projection: Projection,
+}
+
+/// `store_evidence`: the projection of the stored document (as `evidence put` prints it).
+#[derive(JsonSchema)]
+pub struct StoreEvidenceOutput {
+    /// The projection of the document now stored under its ref.
+    projection: Projection,
+    /// Version of this document.
+    schema_version: u32,
+}
+
+/// `read_evidence`: a stored document, or the part of it at a JSON pointer.
+#[derive(JsonSchema)]
+pub struct ReadEvidenceOutput {
+    /// The document's ref.
+    evidence_ref: String,
+    /// The JSON pointer read, if any.
+    pointer: Option<String>,
+    /// The content (UTF-8; JSON parts pretty-printed), at most `max_bytes`.
+    content: String,
+    /// Size of the whole document or part, in bytes.
+    bytes: u64,
+    /// True if `content` stops at `max_bytes`: read a narrower pointer for the rest.
+    truncated: bool,
     /// Version of this document.
     schema_version: u32,
 }
@@ -169,6 +217,8 @@ pub struct ImportLogsOutput {
     existing_turns: u64,
     /// Records skipped.
     skipped: u64,
+    /// Tool results stored as evidence.
+    tool_outputs: u64,
     /// Wall time in seconds.
     seconds: f64,
     /// Version of this document.
@@ -190,6 +240,8 @@ struct FileReport {
     existing_turns: u64,
     /// Records skipped with their reasons.
     skipped: Vec<Skipped>,
+    /// Tool results stored as evidence.
+    tool_outputs: u64,
 }
 
 /// What happened to one session of a file.
