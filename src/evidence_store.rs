@@ -134,7 +134,7 @@ impl Gatekeeper {
     /// Indexes every file under `dir` in place, with refs relative to `dir`, which becomes
     /// the evidence root. Files whose bytes are unchanged since they were indexed are skipped
     /// (by digest); documents no longer in the tree are dropped from the index. Files are read
-    /// and projected in parallel, written [`INDEX_BATCH`] per transaction.
+    /// and projected in parallel, written 256 per transaction.
     ///
     /// # Errors
     /// [`Error::Evidence`] if `dir` is not a directory, or is not the index's recorded root
