@@ -42,6 +42,9 @@ pub fn bulk(setup: &Setup) -> Result<Figures> {
     figures.insert("bulk.seconds".into(), seconds);
     figures.insert("bulk.index_bytes".into(), disk_bytes(&path)? as f64);
     record_peak_rss(&mut figures, "bulk.peak_rss_kib");
+    // Not part of the import: what `ctxgate compact` makes of the file afterwards.
+    let compacted = Gatekeeper::open(&path, Options::default())?.compact()?;
+    figures.insert("bulk.compacted_bytes".into(), compacted.bytes_after as f64);
     Ok(figures)
 }
 

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 const USAGE: &str = "usage: compare [--turns N (10000)] [--sessions S (1 + N/200)] [--samples K (200)] \
-[--adds A (200)] [--seed X (42)] [--engines ctxgate,tantivy,fts5] [--dir DIR] [--keep] [--json]";
+[--adds A (200)] [--seed X (42)] [--engines ctxgate,tantivy,fts5] [--dir DIR] [--keep] [--json FILE]";
 
 /// The engines, in table order.
 pub const ENGINES: [&str; 3] = ["ctxgate", "tantivy", "fts5"];
@@ -41,7 +41,8 @@ struct Args {
     engines: Vec<String>,
     dir: Option<PathBuf>,
     keep: bool,
-    json: bool,
+    /// Also write the figures as JSON to this file.
+    json: Option<PathBuf>,
 }
 
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args> {
@@ -49,7 +50,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args> {
     let mut sessions = None;
     let (mut samples, mut adds, mut seed) = (200usize, 200usize, 42u64);
     let mut engines: Vec<String> = ENGINES.iter().map(|e| e.to_string()).collect();
-    let (mut dir, mut keep, mut json) = (None, false, false);
+    let (mut dir, mut keep, mut json) = (None, false, None);
     let mut it = args;
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
@@ -62,7 +63,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args> {
             "--engines" => engines = value()?.split(',').map(|e| e.trim().to_string()).collect(),
             "--dir" => dir = Some(PathBuf::from(value()?)),
             "--keep" => keep = true,
-            "--json" => json = true,
+            "--json" => json = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -125,10 +126,10 @@ fn main() -> Result<()> {
         }
         results.insert(engine.clone(), figures);
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report::json(&setup, &results))?);
-    } else {
-        print!("{}", report::markdown(&setup, &results));
+    print!("{}", report::markdown(&setup, &results));
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report::json(&setup, &results))?;
+        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(temp) = temp
         && args.keep

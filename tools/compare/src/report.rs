@@ -28,6 +28,7 @@ enum Source {
     TurnsPerSecond,
     MbPerSecond,
     BytesPerTurn,
+    CompactedBytesPerTurn,
     Kib(&'static str),
 }
 
@@ -38,6 +39,7 @@ fn value(figures: &Figures, source: &Source) -> Option<f64> {
         Source::TurnsPerSecond => Some(get("bulk.turns")? / get("bulk.seconds")?),
         Source::MbPerSecond => Some(get("bulk.text_bytes")? / 1e6 / get("bulk.seconds")?),
         Source::BytesPerTurn => Some(get("bulk.index_bytes")? / get("bulk.turns")?),
+        Source::CompactedBytesPerTurn => Some(get("bulk.compacted_bytes")? / get("bulk.turns")?),
         Source::Kib(key) => Some(get(key)? / 1024.0),
     }
 }
@@ -53,6 +55,12 @@ fn rows() -> Vec<Row> {
         same("bulk import, turns/s", Unit::PerSecond, Source::TurnsPerSecond),
         same("bulk import, MB/s of text", Unit::PerSecond, Source::MbPerSecond),
         same("index bytes per turn", Unit::Bytes, Source::BytesPerTurn),
+        Row {
+            label: "index bytes per turn, ctxgate after `compact`".into(),
+            unit: Unit::Bytes,
+            ctxgate: Source::CompactedBytesPerTurn,
+            peer: Source::BytesPerTurn,
+        },
         same("peak RSS, bulk import (MiB)", Unit::MiB, Source::Kib("bulk.peak_rss_kib")),
         same("peak RSS, queries (MiB)", Unit::MiB, Source::Kib("query.peak_rss_kib")),
         same("durable add, p50 ms", Unit::Ms, Source::Key("add.p50_ms".into())),
