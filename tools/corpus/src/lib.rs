@@ -18,8 +18,10 @@
 //! ```
 
 pub mod index;
+pub mod jsonl;
 mod phrases;
 mod rng;
+pub mod timing;
 mod topics;
 
 use phrases::*;

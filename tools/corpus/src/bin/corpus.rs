@@ -2,16 +2,7 @@
 //! one `{"session","turn","user","assistant"}` object per line, session by session.
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 use std::io::{BufWriter, Write};
-
-#[derive(Serialize)]
-struct Line<'a> {
-    session: &'a str,
-    turn: u32,
-    user: &'a str,
-    assistant: &'a str,
-}
 
 const USAGE: &str = "usage: corpus [--turns N (1000)] [--sessions S (1)] [--seed X (42)]";
 
@@ -35,25 +26,10 @@ fn main() -> Result<()> {
         bail!("--sessions must be at least 1");
     }
     let corpus = corpus::Corpus::new(seed);
-    let names: Vec<String> = (0..sessions).map(corpus::session_name).collect();
     let mut out = BufWriter::new(std::io::stdout().lock());
-    for placed in corpus.spread(turns, sessions) {
-        let line = Line {
-            session: &names[placed.session as usize],
-            turn: placed.turn,
-            user: &placed.content.user,
-            assistant: &placed.content.assistant,
-        };
-        let mut text = serde_json::to_string(&line)?;
-        text.push('\n');
-        if let Err(e) = out.write_all(text.as_bytes()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(());
-            }
-            return Err(e.into());
-        }
-    }
-    match out.flush() {
+    let written = corpus::jsonl::write(&mut out, corpus.spread(turns, sessions), corpus::session_name)
+        .and_then(|_| out.flush());
+    match written {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }

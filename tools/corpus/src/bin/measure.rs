@@ -16,6 +16,7 @@
 
 use anyhow::{Context, Result, bail};
 use corpus::index::{self, SESSION};
+use corpus::timing::{ms, time_each, vm_kib};
 use corpus::{Corpus, TopicId};
 use ctxgate::{Gatekeeper, Options};
 use std::time::{Duration, Instant};
@@ -94,7 +95,9 @@ fn main() -> Result<()> {
     }
 
     let (_dir, work) = index::working_copy(&cached.path)?;
-    reset_peak_rss();
+    if !corpus::timing::reset_peak_rss() {
+        eprintln!("note: cannot reset the peak RSS; it includes the build");
+    }
     let options = Options { threads: args.threads, quick_repair: args.quick_repair, ..Options::default() };
     let started = Instant::now();
     let gk = Gatekeeper::open(&work, options)?;
@@ -277,17 +280,6 @@ fn breakdown(times: &[Duration], postings: &[f64], queries: &[String]) {
     }
 }
 
-/// Runs `f(i)` for `i` in `0..n`, timing each call.
-fn time_each(n: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<Vec<Duration>> {
-    let mut times = Vec::with_capacity(n);
-    for i in 0..n {
-        let started = Instant::now();
-        f(i)?;
-        times.push(started.elapsed());
-    }
-    Ok(times)
-}
-
 fn report(what: &str, times: &[Duration]) {
     let mut sorted = times.to_vec();
     sorted.sort();
@@ -304,25 +296,6 @@ fn report(what: &str, times: &[Duration]) {
     );
 }
 
-fn ms(d: Duration) -> String {
-    format!("{:.3} ms", d.as_secs_f64() * 1e3)
-}
-
 fn kib(value: Option<u64>) -> String {
     value.map_or_else(|| "unknown".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
-}
-
-/// A `VmHWM`/`VmRSS` line of /proc/self/status, in KiB.
-fn vm_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
-    line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
-}
-
-/// Resets VmHWM to the current RSS (Linux: writing 5 to clear_refs), so the peak reported at
-/// the end covers the measurements, not the build.
-fn reset_peak_rss() {
-    if std::fs::write("/proc/self/clear_refs", "5").is_err() {
-        eprintln!("note: cannot reset the peak RSS; it includes the build");
-    }
 }

@@ -1,0 +1,199 @@
+//! What every engine shares: the run's setup, the corpus file, the queries, the anchors peers
+//! index, and how figures are recorded.
+
+use anyhow::{Context, Result, bail};
+use corpus::timing::{quantile, time_each, vm_kib};
+use corpus::{Corpus, PlacedTurn, TopicId};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Named figures of one engine (`bulk.seconds`, `session.warm.p50_ms`, ...).
+pub type Figures = BTreeMap<String, f64>;
+
+/// Top-k of every query.
+pub const TOP_K: usize = 20;
+
+/// One run's parameters, passed to every child.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub turns: u64,
+    pub sessions: u32,
+    pub samples: usize,
+    pub adds: usize,
+    pub seed: u64,
+    pub dir: PathBuf,
+}
+
+impl Setup {
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            self.turns.to_string(),
+            self.sessions.to_string(),
+            self.samples.to_string(),
+            self.adds.to_string(),
+            self.seed.to_string(),
+            self.dir.display().to_string(),
+        ]
+    }
+
+    pub fn from_args(mut args: impl Iterator<Item = String>) -> Result<Setup> {
+        let mut next = |what: &str| args.next().with_context(|| format!("child: {what} missing"));
+        Ok(Setup {
+            turns: next("turns")?.parse()?,
+            sessions: next("sessions")?.parse()?,
+            samples: next("samples")?.parse()?,
+            adds: next("adds")?.parse()?,
+            seed: next("seed")?.parse()?,
+            dir: PathBuf::from(next("dir")?),
+        })
+    }
+
+    pub fn corpus(&self) -> Corpus {
+        Corpus::new(self.seed)
+    }
+
+    /// The long session is the last one (its own generator stream, like every session).
+    pub fn long_session(&self) -> u32 {
+        self.sessions - 1
+    }
+
+    pub fn long_name(&self) -> String {
+        corpus::session_name(self.long_session())
+    }
+
+    /// Half the turns, in the long session.
+    pub fn long_turns(&self) -> u64 {
+        self.turns / 2
+    }
+
+    pub fn corpus_path(&self) -> PathBuf {
+        self.dir.join("corpus.jsonl")
+    }
+
+    /// Writes the corpus file; returns the bytes of turn text in it.
+    pub fn write_corpus(&self) -> Result<u64> {
+        let path = self.corpus_path();
+        let file =
+            std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut out = BufWriter::new(file);
+        // The short sessions (spread over sessions 0..S-1), then the long one.
+        let corpus = self.corpus();
+        let short = self.turns - self.long_turns();
+        let mut bytes =
+            corpus::jsonl::write(&mut out, corpus.spread(short, self.sessions - 1), corpus::session_name)?;
+        let long = self.long_session();
+        let long_turns = corpus.session(long).take(self.long_turns() as usize).enumerate();
+        let long_turns =
+            long_turns.map(|(turn, content)| PlacedTurn { session: long, turn: turn as u32, content });
+        bytes += corpus::jsonl::write(&mut out, long_turns, corpus::session_name)?;
+        out.flush()?;
+        Ok(bytes)
+    }
+
+    /// Reads the corpus file line by line, as the peers' bulk import does.
+    pub fn for_each_line(
+        &self,
+        mut f: impl FnMut(ctxgate::import::CanonicalLine) -> Result<()>,
+    ) -> Result<()> {
+        let path = self.corpus_path();
+        let file = std::fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+        for line in std::io::BufReader::with_capacity(1 << 20, file).lines() {
+            f(serde_json::from_str(&line?)?)?;
+        }
+        Ok(())
+    }
+
+    /// The queries: follow-up questions rotating over every topic, `samples` of them.
+    pub fn queries(&self) -> Vec<String> {
+        let corpus = self.corpus();
+        let topics: Vec<TopicId> = TopicId::all().collect();
+        (0..self.samples)
+            .map(|i| corpus.query_for(topics[i % topics.len()], (i / topics.len()) as u64))
+            .collect()
+    }
+
+    /// The turns durable adds append to the long session, after its last one.
+    pub fn upcoming(&self) -> impl Iterator<Item = corpus::Turn> {
+        self.corpus().session(self.long_session()).skip(self.long_turns() as usize).take(self.adds)
+    }
+}
+
+/// The anchors of a turn as ctxgate indexes them (user and assistant extracted apart), each
+/// repeated as often as it occurs.
+pub fn turn_anchors(user: &str, assistant: &str, mut emit: impl FnMut(&str)) {
+    for side in [user, assistant] {
+        for (anchor, tf) in ctxgate::anchor::extract(side).entries() {
+            for _ in 0..*tf {
+                emit(anchor);
+            }
+        }
+    }
+}
+
+/// The distinct anchors of a query (ctxgate's fallback anchor if it has none).
+pub fn query_anchors(query: &str) -> Vec<String> {
+    let counts = ctxgate::anchor::extract(query);
+    if counts.is_empty() {
+        return ctxgate::anchor::fallback_anchor(query).into_iter().collect();
+    }
+    counts.anchors().map(str::to_string).collect()
+}
+
+/// Records p50 and p99 of `times` under `name`.
+pub fn record(figures: &mut Figures, name: &str, times: &[Duration]) {
+    figures.insert(format!("{name}.p50_ms"), quantile(times, 0.5).as_secs_f64() * 1e3);
+    figures.insert(format!("{name}.p99_ms"), quantile(times, 0.99).as_secs_f64() * 1e3);
+}
+
+/// Times `queries` against a freshly opened engine (`reopen`: every query once, first touch in
+/// this handle), then again after one untimed pass over them all (`warm`).
+pub fn cold_then_warm<H>(
+    figures: &mut Figures,
+    name: &str,
+    queries: &[String],
+    open: impl FnOnce() -> Result<H>,
+    mut run: impl FnMut(&H, &str) -> Result<usize>,
+) -> Result<()> {
+    let handle = open()?;
+    let mut hits = 0usize;
+    let cold = time_each(queries.len(), |i| {
+        hits += run(&handle, &queries[i])?;
+        Ok(())
+    })?;
+    for query in queries {
+        run(&handle, query)?;
+    }
+    let warm = time_each(queries.len(), |i| {
+        run(&handle, &queries[i])?;
+        Ok(())
+    })?;
+    if hits == 0 {
+        bail!("{name}: no query found anything");
+    }
+    figures.insert(format!("{name}.hits"), hits as f64 / queries.len() as f64);
+    record(figures, &format!("{name}.reopen"), &cold);
+    record(figures, &format!("{name}.warm"), &warm);
+    Ok(())
+}
+
+/// Peak resident set size of this process so far, in KiB, under `name`.
+pub fn record_peak_rss(figures: &mut Figures, name: &str) {
+    if let Some(kib) = vm_kib("VmHWM") {
+        figures.insert(name.to_string(), kib as f64);
+    }
+}
+
+/// Bytes of every file under `path` (a file or a directory).
+pub fn disk_bytes(path: &Path) -> Result<u64> {
+    let meta = std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?;
+    if !meta.is_dir() {
+        return Ok(meta.len());
+    }
+    let mut total = 0;
+    for entry in std::fs::read_dir(path)? {
+        total += disk_bytes(&entry?.path())?;
+    }
+    Ok(total)
+}

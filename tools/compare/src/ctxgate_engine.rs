@@ -1,0 +1,157 @@
+//! ctxgate: bulk `Gatekeeper::import` of the canonical JSONL, `select` and its parts, durable
+//! `Session::add_turn`.
+//!
+//! Recall alone has no public entry point in the library, and neither has a query across all
+//! sessions. Two stand-ins are timed:
+//! - `recall (gate+postings)`: `select_with(as_of = 0)`, as `measure` does: the gate, weighing the
+//!   query's anchors and reading and decoding every posting of them in the session, then nothing
+//!   (every turn is too new). No scoring, no top-k.
+//! - `top-20`: BM25 top-20 over the public store API (`store::View::session_postings`, `df`,
+//!   `corpus_stats`), the same work the peers do. A query across all sessions reads each
+//!   anchor's postings session by session (the API has no scan of an anchor over every
+//!   session), so it pays one range lookup per anchor and session.
+
+use crate::common::{
+    Figures, Setup, TOP_K, cold_then_warm, disk_bytes, query_anchors, record, record_peak_rss,
+};
+use anyhow::{Result, bail};
+use corpus::timing::time_each;
+use ctxgate::store::{Store, StoreOptions};
+use ctxgate::{Format, Gatekeeper, ImportOptions, Options, SelectOptions};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+fn path(setup: &Setup) -> PathBuf {
+    setup.dir.join("ctxgate.redb")
+}
+
+pub fn bulk(setup: &Setup) -> Result<Figures> {
+    let path = path(setup);
+    let started = Instant::now();
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    let options = ImportOptions { format: Format::Jsonl, ..ImportOptions::default() };
+    let report = gk.import(&[setup.corpus_path()], &options)?;
+    gk.fold_pending()?;
+    drop(gk);
+    let seconds = started.elapsed().as_secs_f64();
+    if report.new_turns != setup.turns {
+        bail!("import added {} turns, expected {}", report.new_turns, setup.turns);
+    }
+    let mut figures = Figures::new();
+    figures.insert("bulk.seconds".into(), seconds);
+    figures.insert("bulk.index_bytes".into(), disk_bytes(&path)? as f64);
+    record_peak_rss(&mut figures, "bulk.peak_rss_kib");
+    // Not part of the import: what `ctxgate compact` makes of the file afterwards.
+    let compacted = Gatekeeper::open(&path, Options::default())?.compact()?;
+    figures.insert("bulk.compacted_bytes".into(), compacted.bytes_after as f64);
+    Ok(figures)
+}
+
+pub fn query(setup: &Setup) -> Result<Figures> {
+    let path = path(setup);
+    let queries = setup.queries();
+    let long = setup.long_name();
+    let mut figures = Figures::new();
+    let open = || Ok(Gatekeeper::open(&path, Options::default())?);
+    cold_then_warm(&mut figures, "select.session", &queries, open, |gk, q| {
+        Ok(gk.session(&long)?.select(q)?.blocks.len())
+    })?;
+    let as_of_zero = SelectOptions { as_of: Some(0), ..SelectOptions::default() };
+    cold_then_warm(&mut figures, "gate_postings.session", &queries, open, |gk, q| {
+        let selection = gk.session(&long)?.select_with(q, &as_of_zero)?;
+        if !selection.blocks.is_empty() {
+            bail!("a selection as of turn 0 has blocks");
+        }
+        Ok(usize::from(!selection.anchors.is_empty()))
+    })?;
+    let open_store = || -> Result<Recall> {
+        let store = Store::open(&path, &store_options())?;
+        let view = store.read()?;
+        let sessions: Vec<u32> = view.sessions()?.into_iter().map(|(id, _)| id).collect();
+        let long = view.session_by_name(&long)?.map(|(id, _)| id);
+        drop(view);
+        let Some(long) = long else { bail!("no session {long:?} in the index") };
+        Ok(Recall { store, sessions, long })
+    };
+    cold_then_warm(&mut figures, "session", &queries, open_store, |r, q| r.top_k(q, &[r.long]))?;
+    cold_then_warm(&mut figures, "global", &queries, open_store, |r, q| r.top_k(q, &r.sessions))?;
+    record_peak_rss(&mut figures, "query.peak_rss_kib");
+    Ok(figures)
+}
+
+pub fn add(setup: &Setup) -> Result<Figures> {
+    let gk = Gatekeeper::open(path(setup), Options::default())?;
+    let session = gk.session(&setup.long_name())?;
+    let mut upcoming = setup.upcoming();
+    let mut expected = setup.long_turns() as u32;
+    let times = time_each(setup.adds, |_| {
+        let Some(turn) = upcoming.next() else { bail!("the corpus is endless") };
+        let id = session.add_turn(&turn.user, &turn.assistant)?;
+        if id != expected {
+            bail!("add_turn returned {id}, expected {expected}");
+        }
+        expected += 1;
+        Ok(())
+    })?;
+    let mut figures = Figures::new();
+    record(&mut figures, "add", &times);
+    Ok(figures)
+}
+
+fn store_options() -> StoreOptions {
+    let defaults = Options::default();
+    StoreOptions {
+        cache_bytes: defaults.cache_bytes,
+        busy_timeout: defaults.busy_timeout,
+        quick_repair: defaults.quick_repair,
+    }
+}
+
+/// BM25 top-k over the public store API.
+struct Recall {
+    store: Store,
+    sessions: Vec<u32>,
+    long: u32,
+}
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+impl Recall {
+    /// Scores every turn of `sessions` holding a query anchor; returns how many of the top
+    /// [`TOP_K`] it found.
+    fn top_k(&self, query: &str, sessions: &[u32]) -> Result<usize> {
+        let view = self.store.read()?;
+        let stats = view.corpus_stats();
+        let n = stats.blocks as f64;
+        let avg_len = (stats.avg_len_user + stats.avg_len_assistant).max(1.0);
+        let mut scores: HashMap<u64, f64> = HashMap::new();
+        for anchor in query_anchors(query) {
+            // store::anchor_hash is crate-private: the same XXH3-64 of the anchor text.
+            let hash = xxhash_rust::xxh3::xxh3_64(anchor.as_bytes());
+            let df = view.df(hash)?;
+            if df == 0 {
+                continue;
+            }
+            // ctxgate's IDF (see measure's postings_read).
+            let idf = ((n + 1.0) / (df as f64 + 1.0)).ln() + 1.0;
+            for &session in sessions {
+                view.session_postings(hash, session, |p| {
+                    let tf = f64::from(p.tf_user + p.tf_assistant);
+                    let len = f64::from(p.len_user + p.len_assistant);
+                    let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
+                    *scores.entry((u64::from(session) << 32) | u64::from(p.turn)).or_default() += score;
+                })?;
+            }
+        }
+        let mut ranked: Vec<(u64, f64)> = scores.into_iter().collect();
+        let k = TOP_K.min(ranked.len());
+        if k > 0 && k < ranked.len() {
+            ranked.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+        }
+        ranked.truncate(k);
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Ok(ranked.len())
+    }
+}

@@ -1,0 +1,246 @@
+//! The figures as a markdown table (with ratios ctxgate / peer and the targets) or JSON.
+
+use crate::ENGINES;
+use crate::common::{Figures, Setup};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// How a row shows its figure.
+#[derive(Clone, Copy)]
+enum Unit {
+    PerSecond,
+    Bytes,
+    MiB,
+    Ms,
+}
+
+/// One row: a label, how to read the figure for ctxgate and for the peers.
+struct Row {
+    label: String,
+    unit: Unit,
+    ctxgate: Source,
+    peer: Source,
+}
+
+#[derive(Clone)]
+enum Source {
+    Key(String),
+    TurnsPerSecond,
+    MbPerSecond,
+    BytesPerTurn,
+    CompactedBytesPerTurn,
+    Kib(&'static str),
+}
+
+fn value(figures: &Figures, source: &Source) -> Option<f64> {
+    let get = |k: &str| figures.get(k).copied();
+    match source {
+        Source::Key(key) => get(key),
+        Source::TurnsPerSecond => Some(get("bulk.turns")? / get("bulk.seconds")?),
+        Source::MbPerSecond => Some(get("bulk.text_bytes")? / 1e6 / get("bulk.seconds")?),
+        Source::BytesPerTurn => Some(get("bulk.index_bytes")? / get("bulk.turns")?),
+        Source::CompactedBytesPerTurn => Some(get("bulk.compacted_bytes")? / get("bulk.turns")?),
+        Source::Kib(key) => Some(get(key)? / 1024.0),
+    }
+}
+
+fn rows() -> Vec<Row> {
+    let same = |label: &str, unit, source: Source| Row {
+        label: label.to_string(),
+        unit,
+        ctxgate: source.clone(),
+        peer: source,
+    };
+    let mut rows = vec![
+        same("bulk import, turns/s", Unit::PerSecond, Source::TurnsPerSecond),
+        same("bulk import, MB/s of text", Unit::PerSecond, Source::MbPerSecond),
+        same("index bytes per turn", Unit::Bytes, Source::BytesPerTurn),
+        Row {
+            label: "index bytes per turn, ctxgate after `compact`".into(),
+            unit: Unit::Bytes,
+            ctxgate: Source::CompactedBytesPerTurn,
+            peer: Source::BytesPerTurn,
+        },
+        same("peak RSS, bulk import (MiB)", Unit::MiB, Source::Kib("bulk.peak_rss_kib")),
+        same("peak RSS, queries (MiB)", Unit::MiB, Source::Kib("query.peak_rss_kib")),
+        same("durable add, p50 ms", Unit::Ms, Source::Key("add.p50_ms".into())),
+        same("durable add, p99 ms", Unit::Ms, Source::Key("add.p99_ms".into())),
+    ];
+    for scope in ["session", "global"] {
+        for state in ["warm", "reopen"] {
+            for q in ["p50", "p99"] {
+                let key = format!("{scope}.{state}.{q}_ms");
+                rows.push(same(&format!("top-20 {scope}, {state}, {q} ms"), Unit::Ms, Source::Key(key)));
+            }
+        }
+    }
+    for (name, label) in [("select", "select (full)"), ("gate_postings", "gate + postings (as_of=0)")] {
+        for state in ["warm", "reopen"] {
+            for q in ["p50", "p99"] {
+                rows.push(Row {
+                    label: format!("ctxgate {label} session, {state}, {q} ms vs peers' top-20"),
+                    unit: Unit::Ms,
+                    ctxgate: Source::Key(format!("{name}.session.{state}.{q}_ms")),
+                    peer: Source::Key(format!("session.{state}.{q}_ms")),
+                });
+            }
+        }
+    }
+    rows
+}
+
+fn show(value: Option<f64>, unit: Unit) -> String {
+    match (value, unit) {
+        (None, _) => "–".to_string(),
+        (Some(v), Unit::PerSecond) if v >= 100.0 => format!("{v:.0}"),
+        (Some(v), Unit::PerSecond) => format!("{v:.2}"),
+        (Some(v), Unit::Bytes) => format!("{v:.0}"),
+        (Some(v), Unit::MiB) => format!("{v:.1}"),
+        (Some(v), Unit::Ms) => format!("{v:.3}"),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+fn with_turns(setup: &Setup, results: &BTreeMap<String, Figures>) -> BTreeMap<String, Figures> {
+    results
+        .iter()
+        .map(|(engine, figures)| {
+            let mut figures = figures.clone();
+            figures.insert("bulk.turns".into(), setup.turns as f64);
+            (engine.clone(), figures)
+        })
+        .collect()
+}
+
+pub fn markdown(setup: &Setup, results: &BTreeMap<String, Figures>) -> String {
+    let results = with_turns(setup, results);
+    let engines: Vec<&str> = ENGINES.iter().copied().filter(|e| results.contains_key(*e)).collect();
+    let peers: Vec<&str> = engines.iter().copied().filter(|e| *e != "ctxgate").collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## {} turns, {} sessions (session-scoped queries in one of {} turns), {} queries, {} adds, seed {}\n",
+        setup.turns,
+        setup.sessions,
+        setup.long_turns(),
+        setup.samples,
+        setup.adds,
+        setup.seed
+    );
+    let mut header = "| figure |".to_string();
+    let mut rule = "|---|".to_string();
+    for engine in &engines {
+        let _ = write!(header, " {engine} |");
+        rule.push_str("---:|");
+    }
+    if results.contains_key("ctxgate") {
+        for peer in &peers {
+            let _ = write!(header, " ctxgate/{peer} |");
+            rule.push_str("---:|");
+        }
+    }
+    let _ = writeln!(out, "{header}\n{rule}");
+    for row in rows() {
+        let mut line = format!("| {} |", row.label);
+        let ctxgate = results.get("ctxgate").and_then(|f| value(f, &row.ctxgate));
+        for engine in &engines {
+            let source = if *engine == "ctxgate" { &row.ctxgate } else { &row.peer };
+            let v = results.get(*engine).and_then(|f| value(f, source));
+            let _ = write!(line, " {} |", show(v, row.unit));
+        }
+        if results.contains_key("ctxgate") {
+            for peer in &peers {
+                let p = results.get(*peer).and_then(|f| value(f, &row.peer));
+                let _ = write!(line, " {} |", ratio(ctxgate, p).map_or("–".into(), |r| format!("{r:.2}")));
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "\n{}", targets(&results));
+    out
+}
+
+/// The targets that one run can check (the 1M ones are checked at this scale).
+fn targets(results: &BTreeMap<String, Figures>) -> String {
+    let get = |engine: &str, source: Source| results.get(engine).and_then(|f| value(f, &source));
+    let key = |k: &str| Source::Key(k.to_string());
+    let mut out = String::from("Targets (ratio ctxgate / peer, or figure):\n");
+    let mut check = |what: &str, measured: Option<f64>, limit: f64, at_least: bool| {
+        let verdict = match measured {
+            None => "not measured".to_string(),
+            Some(m) if (at_least && m >= limit) || (!at_least && m <= limit) => format!("met ({m:.2})"),
+            Some(m) => format!("MISSED ({m:.2}, limit {limit})"),
+        };
+        let _ = writeln!(out, "- {what}: {verdict}");
+    };
+    check(
+        "bulk import turns/s >= tantivy's",
+        ratio(get("ctxgate", Source::TurnsPerSecond), get("tantivy", Source::TurnsPerSecond)),
+        1.0,
+        true,
+    );
+    check(
+        "index bytes per turn <= FTS5's",
+        ratio(get("ctxgate", Source::BytesPerTurn), get("fts5", Source::BytesPerTurn)),
+        1.0,
+        false,
+    );
+    check(
+        "durable add p50 <= FTS5's per-turn commit",
+        ratio(get("ctxgate", key("add.p50_ms")), get("fts5", key("add.p50_ms"))),
+        1.0,
+        false,
+    );
+    check(
+        "session-scoped select p50 <= 1 ms (warm)",
+        get("ctxgate", key("select.session.warm.p50_ms")),
+        1.0,
+        false,
+    );
+    check(
+        "session-scoped select p50 <= 3x tantivy's session top-20 (warm)",
+        ratio(get("ctxgate", key("select.session.warm.p50_ms")), get("tantivy", key("session.warm.p50_ms"))),
+        3.0,
+        false,
+    );
+    check(
+        "global top-20 p50 <= 3x tantivy's (warm)",
+        ratio(get("ctxgate", key("global.warm.p50_ms")), get("tantivy", key("global.warm.p50_ms"))),
+        3.0,
+        false,
+    );
+    out
+}
+
+pub fn json(setup: &Setup, results: &BTreeMap<String, Figures>) -> serde_json::Value {
+    let results = with_turns(setup, results);
+    let mut engines = serde_json::Map::new();
+    for (engine, figures) in &results {
+        let mut derived = figures.clone();
+        for (name, source) in [
+            ("bulk.turns_per_s", Source::TurnsPerSecond),
+            ("bulk.mb_per_s", Source::MbPerSecond),
+            ("bulk.bytes_per_turn", Source::BytesPerTurn),
+        ] {
+            if let Some(v) = value(figures, &source) {
+                derived.insert(name.into(), v);
+            }
+        }
+        engines.insert(engine.clone(), serde_json::to_value(derived).unwrap_or_default());
+    }
+    serde_json::json!({
+        "turns": setup.turns,
+        "sessions": setup.sessions,
+        "long_session_turns": setup.long_turns(),
+        "queries": setup.samples,
+        "adds": setup.adds,
+        "seed": setup.seed,
+        "engines": engines,
+    })
+}
