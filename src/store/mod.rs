@@ -42,7 +42,7 @@ mod view;
 
 pub use error::Error;
 pub use format::FORMAT_VERSION;
-pub(crate) use keys::anchor_hash;
+pub use keys::anchor_hash;
 pub use source_index::SourceIndex;
 pub use view::{
     CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,
