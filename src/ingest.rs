@@ -8,7 +8,7 @@
 use crate::anchor::{self, HashedAnchor};
 use crate::error::{Error, Result};
 use crate::gate::Topic;
-use crate::pipeline::{self, SessionRef};
+use crate::pipeline::{self, GateFilter, SessionRef};
 use crate::store::records::{ForwardRecord, GateRecord, SessionRecord, ToolRecord, TurnRecord, next_digest};
 use crate::store::{View, WriteSource, anchor_hash};
 
@@ -23,16 +23,19 @@ pub struct PreparedTurn {
     /// Tool calls of the turn.
     pub tools: Vec<ToolRecord>,
     user_anchors: Vec<HashedAnchor>,
+    gate_filter: GateFilter,
     forward: ForwardRecord,
 }
 
 impl PreparedTurn {
-    /// Extracts the anchors of a turn (pure; call it in parallel for a batch).
+    /// Extracts the anchors of a turn and what the gate leaves out of the user's (pure; call it
+    /// in parallel for a batch).
     pub fn new(user: String, assistant: String, time: Option<String>, tools: Vec<ToolRecord>) -> Self {
         let user_anchors = anchor::extract_hashed(&user, anchor_hash);
         let assistant_anchors = anchor::extract_hashed(&assistant, anchor_hash);
         let forward = pipeline::forward_record(&user_anchors, &assistant_anchors);
-        PreparedTurn { user, assistant, time, tools, user_anchors, forward }
+        let gate_filter = GateFilter::of(&user);
+        PreparedTurn { user, assistant, time, tools, user_anchors, gate_filter, forward }
     }
 }
 
@@ -52,13 +55,44 @@ pub fn append_turn(
     record: &mut SessionRecord,
     turn: PreparedTurn,
 ) -> Result<u32> {
+    append(view, id, record, turn, Pending::Logged)
+}
+
+/// [`append_turn`] for a bulk writer: the turn's anchors are not written as a `pending` row
+/// but folded into the postings before this transaction commits (`View::put_turn_to_fold`).
+/// Readers see the same index either way.
+pub fn append_turn_to_fold(
+    view: &mut View<WriteSource<'_>>,
+    id: u32,
+    record: &mut SessionRecord,
+    turn: PreparedTurn,
+) -> Result<u32> {
+    append(view, id, record, turn, Pending::FoldInTransaction)
+}
+
+/// Where a new turn's anchors go until they are folded.
+enum Pending {
+    /// A `pending` row, folded when [`crate::store::FOLD_BATCH`] turns wait.
+    Logged,
+    /// Memory only: folded in this transaction.
+    FoldInTransaction,
+}
+
+fn append(
+    view: &mut View<WriteSource<'_>>,
+    id: u32,
+    record: &mut SessionRecord,
+    turn: PreparedTurn,
+    pending: Pending,
+) -> Result<u32> {
     let turn_id = record.turn_count;
     let next = turn_id.checked_add(1).ok_or_else(|| Error::InvalidInput {
         what: "turn",
         reason: "the session has the maximum number of turns".into(),
     })?;
     let session = SessionRef { id, record };
-    let decision = pipeline::gate_hashed(view, &session, turn_id, &turn.user, &turn.user_anchors)?;
+    let decision =
+        pipeline::gate_hashed(view, &session, turn_id, &turn.user, &turn.user_anchors, &turn.gate_filter)?;
     let switch = decision.topic == Topic::Switch;
     let segment_start = if switch { turn_id } else { record.segment_start };
     let stored = TurnRecord {
@@ -81,7 +115,10 @@ pub fn append_turn(
         }
         record.time_end = Some(time.clone());
     }
-    view.put_turn(id, turn_id, &stored, turn.forward)?;
+    match pending {
+        Pending::Logged => view.put_turn(id, turn_id, &stored, turn.forward)?,
+        Pending::FoldInTransaction => view.put_turn_to_fold(id, turn_id, &stored, turn.forward)?,
+    }
     record.turn_count = next;
     record.segment_start = segment_start;
     Ok(turn_id)

@@ -46,24 +46,49 @@ pub fn gate<S: Source>(
 ) -> Result<Gated> {
     let blocks = view.corpus_stats().blocks;
     let query = QueryAnchors::build(text, &anchor::extract(text), blocks, |h| view.df(h))?;
-    let decision = decide(view, session, as_of, text, query.gate_weights())?;
+    let decision = decide(view, session, as_of, text, query.gate_weights(), &GateFilter::of(text))?;
     Ok(Gated { query, decision })
 }
 
-/// [`gate`] for the user text of a turn being added, from its hashed anchors: the same
-/// weights (`query::weigh`), so the stored decision equals what [`gate`] says for that text
-/// against the same index (tested to the bit).
+/// [`gate`] for the user text of a turn being added, from its hashed anchors and its
+/// [`GateFilter`]: the same weights (`query::weigh`), so the stored decision equals what
+/// [`gate`] says for that text against the same index (tested to the bit).
 pub fn gate_hashed<S: Source>(
     view: &View<S>,
     session: &SessionRef<'_>,
     as_of: u32,
     text: &str,
     anchors: &[HashedAnchor],
+    filter: &GateFilter,
 ) -> Result<GateDecision> {
     let blocks = view.corpus_stats().blocks;
     let (weights, _) =
         query::weigh(anchors.iter().map(|a| (a.hash, a.cjk_ngram)), text, blocks, |h| view.df(h))?;
-    decide(view, Some(session), as_of, text, &weights)
+    decide(view, Some(session), as_of, text, &weights, filter)
+}
+
+/// The anchors of a text the gate leaves out. Framing words say how a question is asked; they
+/// are evidence of neither topic. CJK text takes part through its 2-grams only (see
+/// `anchor::cjk_trigram_hashes`). Derived from the text alone, so a bulk writer computes it in
+/// parallel, before its transaction.
+#[derive(Debug, Clone, Default)]
+pub struct GateFilter {
+    framing: Vec<u64>,
+    trigrams: Vec<u64>,
+}
+
+impl GateFilter {
+    /// The filter of `text`.
+    pub fn of(text: &str) -> Self {
+        GateFilter {
+            framing: anchor::framing_hashes(text, anchor_hash),
+            trigrams: anchor::cjk_trigram_hashes(text, anchor_hash),
+        }
+    }
+
+    fn keeps(&self, hash: u64) -> bool {
+        self.framing.binary_search(&hash).is_err() && self.trigrams.binary_search(&hash).is_err()
+    }
 }
 
 fn decide<S: Source>(
@@ -72,20 +97,13 @@ fn decide<S: Source>(
     as_of: u32,
     text: &str,
     weights: &[(u64, f64)],
+    filter: &GateFilter,
 ) -> Result<GateDecision> {
     let window = match session {
         Some(s) if as_of > 0 => topic_window(view, s, as_of)?,
         _ => Vec::new(),
     };
-    // Framing words say how a question is asked; they are evidence of neither topic. CJK text
-    // takes part through its 2-grams only (see `anchor::cjk_trigram_hashes`).
-    let framing = anchor::framing_hashes(text, anchor_hash);
-    let trigrams = anchor::cjk_trigram_hashes(text, anchor_hash);
-    let weights: Vec<(u64, f64)> = weights
-        .iter()
-        .copied()
-        .filter(|(hash, _)| framing.binary_search(hash).is_err() && trigrams.binary_search(hash).is_err())
-        .collect();
+    let weights: Vec<(u64, f64)> = weights.iter().copied().filter(|(hash, _)| filter.keeps(*hash)).collect();
     Ok(gate::decide(text, &weights, |hash| window.iter().any(|turn| turn.contains(hash))))
 }
 

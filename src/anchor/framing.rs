@@ -9,6 +9,7 @@
 //! hold no topic word.
 
 use crate::text::is_cjk;
+use std::sync::LazyLock;
 
 /// English framing words (lower case, sorted): requests, politeness, evaluation, discourse,
 /// prepositions and adverbs the stop words leave out, and the verbs every technical question
@@ -58,27 +59,67 @@ pub fn is_framing_word(word: &str) -> bool {
     ENGLISH.binary_search(&word).is_ok()
 }
 
+/// The CJK framing words as characters, grouped by their first character (sorted by it), so a
+/// text is scanned once instead of once per word.
+static CJK_BY_FIRST: LazyLock<Vec<(char, Vec<Vec<char>>)>> = LazyLock::new(|| {
+    let mut groups: Vec<(char, Vec<Vec<char>>)> = Vec::new();
+    for word in CJK {
+        let word: Vec<char> = word.chars().collect();
+        let Some(&first) = word.first() else { continue };
+        match groups.iter_mut().find(|(c, _)| *c == first) {
+            Some((_, words)) => words.push(word),
+            None => groups.push((first, vec![word])),
+        }
+    }
+    groups.sort_unstable_by_key(|(c, _)| *c);
+    groups
+});
+
 /// For each character of `text`, whether it lies inside an occurrence of a Chinese framing
 /// word. Indexed by char position.
 pub fn cjk_framing_chars(text: &str) -> Vec<bool> {
     let chars: Vec<char> = text.chars().collect();
+    framing_marks(&chars)
+}
+
+/// [`cjk_framing_chars`] of the characters `chars`.
+fn framing_marks(chars: &[char]) -> Vec<bool> {
     let mut marked = vec![false; chars.len()];
-    for word in CJK {
-        let word: Vec<char> = word.chars().collect();
-        if word.is_empty() || word.len() > chars.len() {
+    for start in 0..chars.len() {
+        // Every framing word is CJK throughout (tested), so only a CJK character starts one.
+        if !is_cjk(chars[start]) {
             continue;
         }
-        for start in 0..=chars.len() - word.len() {
-            if chars[start..start + word.len()] == word[..] {
+        let Ok(group) = CJK_BY_FIRST.binary_search_by_key(&chars[start], |(c, _)| *c) else { continue };
+        for word in &CJK_BY_FIRST[group].1 {
+            if chars[start..].starts_with(word) {
                 marked[start..start + word.len()].iter_mut().for_each(|m| *m = true);
             }
         }
     }
     // Non-CJK characters never make an n-gram framing.
-    for (m, c) in marked.iter_mut().zip(&chars) {
+    for (m, c) in marked.iter_mut().zip(chars) {
         *m &= is_cjk(*c);
     }
     marked
+}
+
+/// Calls `emit` with each n-gram of [`cjk_framing_ngrams`], 2-grams then 3-grams, in text
+/// order, repeats included, without allocating a string per n-gram.
+pub fn for_each_framing_ngram(text: &str, mut emit: impl FnMut(&str)) {
+    if !text.chars().any(is_cjk) {
+        return; // no CJK character: nothing is marked
+    }
+    let (offsets, chars): (Vec<usize>, Vec<char>) = text.char_indices().unzip();
+    let marked = framing_marks(&chars);
+    let end_of = |i: usize| offsets.get(i).copied().unwrap_or(text.len());
+    for n in [2usize, 3] {
+        for start in 0..chars.len().saturating_sub(n - 1) {
+            if marked[start..start + n].iter().any(|&m| m) {
+                emit(&text[offsets[start]..end_of(start + n)]);
+            }
+        }
+    }
 }
 
 /// The CJK n-grams (2 and 3 characters) of `text` that name no topic: those with a character
@@ -86,19 +127,12 @@ pub fn cjk_framing_chars(text: &str) -> Vec<bool> {
 /// of `遇到一个`) and the n-grams straddling a framing word and its neighbour (`下分` of
 /// `一下分区`): rare cross-word n-grams look discriminative to IDF, but belong to no word.
 pub fn cjk_framing_ngrams(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let marked = cjk_framing_chars(text);
-    let mut out = Vec::new();
-    for n in [2usize, 3] {
-        for start in 0..chars.len().saturating_sub(n - 1) {
-            if marked[start..start + n].iter().any(|&m| m) {
-                let gram: String = chars[start..start + n].iter().collect();
-                if !out.contains(&gram) {
-                    out.push(gram);
-                }
-            }
+    let mut out: Vec<String> = Vec::new();
+    for_each_framing_ngram(text, |gram| {
+        if !out.iter().any(|g| g == gram) {
+            out.push(gram.to_string());
         }
-    }
+    });
     out
 }
 
@@ -112,6 +146,41 @@ mod tests {
         assert!(is_framing_word("suggest") && is_framing_word("problem"));
         assert!(is_framing_word("production") && is_framing_word("errors"));
         assert!(!is_framing_word("redis") && !is_framing_word("autovacuum") && !is_framing_word("index"));
+    }
+
+    #[test]
+    fn cjk_words_are_cjk_throughout() {
+        // `framing_marks` starts a match only at a CJK character.
+        assert!(CJK.iter().all(|w| !w.is_empty() && w.chars().all(is_cjk)));
+    }
+
+    /// The definition: every occurrence of every word, found by trying each at each position.
+    fn marks_by_definition(text: &str) -> Vec<bool> {
+        let chars: Vec<char> = text.chars().collect();
+        let mut marked = vec![false; chars.len()];
+        for word in CJK {
+            let word: Vec<char> = word.chars().collect();
+            for start in 0..(chars.len() + 1).saturating_sub(word.len()) {
+                if chars[start..start + word.len()] == word[..] {
+                    marked[start..start + word.len()].iter_mut().for_each(|m| *m = true);
+                }
+            }
+        }
+        marked.iter().zip(&chars).map(|(m, c)| *m && is_cjk(*c)).collect()
+    }
+
+    #[test]
+    fn framing_chars_match_the_definition() {
+        for text in [
+            "",
+            "请问一下，分布式锁怎么解决？",
+            "可不可以用redis做分布式锁，可以吗",
+            "生产环境经常出问题怎么办 能不能 有没有",
+            "plain english text only",
+            "遇到一个问题的话我们就是这样",
+        ] {
+            assert_eq!(cjk_framing_chars(text), marks_by_definition(text), "{text:?}");
+        }
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub fn framing_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
             out.push(hash(w));
         }
     });
-    out.extend(cjk_framing_ngrams(text).iter().map(|g| hash(g)));
+    framing::for_each_framing_ngram(text, |g| out.push(hash(g)));
     out.sort_unstable();
     out.dedup();
     out

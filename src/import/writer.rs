@@ -74,7 +74,7 @@ impl<'g> Writer<'g> {
                     current = Some((i, id, record));
                 }
                 if let Some((_, id, record)) = current.as_mut() {
-                    ingest::append_turn(view, *id, record, turn)?;
+                    ingest::append_turn_to_fold(view, *id, record, turn)?;
                 }
             }
             if let Some((_, id, record)) = current.take() {

@@ -9,7 +9,6 @@ use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::{FOLD_BATCH, META_KEY, format};
-use rayon::slice::ParallelSliceMut;
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -170,6 +169,8 @@ pub struct View<S: Source> {
     pub(super) tables: Tables<S>,
     pending: PendingBlocks,
     meta_dirty: bool,
+    /// Pending turns of this transaction without a `pending` row: folded before it commits.
+    unlogged: bool,
     /// Folded document frequencies read in this view (a bulk import looks the same ones up
     /// for every turn). Cleared when a fold changes them.
     df_cache: Mutex<IdentityHashMap<u64, u64>>,
@@ -196,6 +197,7 @@ impl<S: Source> View<S> {
             tables,
             pending,
             meta_dirty: false,
+            unlogged: false,
             df_cache: Mutex::new(IdentityHashMap::default()),
         })
     }
@@ -356,6 +358,26 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
+    /// Stores a new turn like [`put_turn`](Self::put_turn), but without its `pending` row: its
+    /// anchors stay in memory, and this transaction folds them into the postings before it
+    /// commits (at the latest when `Store::write` finishes the view). For bulk writers, which
+    /// fold at the end of every batch anyway: the row would be written and deleted in the same
+    /// transaction. Readers see exactly what `put_turn` + `fold` gives.
+    pub fn put_turn_to_fold(
+        &mut self,
+        session: u32,
+        turn: u32,
+        record: &TurnRecord,
+        forward: ForwardRecord,
+    ) -> Result<(), Error> {
+        let key = block_key(session, turn);
+        let text = postcard::to_allocvec(record).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+        self.tables.turns.insert(key, text.as_slice())?;
+        self.pending.add(key, forward);
+        self.unlogged = true;
+        Ok(())
+    }
+
     /// Folds pending turns into postings once [`FOLD_BATCH`] of them are waiting.
     pub fn fold_if_due(&mut self) -> Result<(), Error> {
         if self.pending.blocks.len() >= FOLD_BATCH { self.fold() } else { Ok(()) }
@@ -363,14 +385,16 @@ impl View<WriteSource<'_>> {
 
     /// Folds every pending turn into the posting chunks and document frequencies.
     ///
-    /// Postings are gathered as `(anchor, session, turn)` and sorted, so each list's tail chunk
-    /// is read and rewritten once, in key order.
+    /// Postings are grouped by anchor (each group in session and turn order, as the pending
+    /// turns are), so each list's tail chunk is read and rewritten once, in key order.
     pub fn fold(&mut self) -> Result<(), Error> {
         let pending = std::mem::take(&mut self.pending);
         if pending.blocks.is_empty() {
             return Ok(());
         }
-        let mut all: Vec<(u64, u32, Posting)> = Vec::with_capacity(pending.postings as usize);
+        // Postings grouped by anchor. Pending turns are in (session, turn) order, so each
+        // anchor's group is too: the order of its posting keys.
+        let mut by_anchor: IdentityHashMap<u64, Vec<(u32, Posting)>> = IdentityHashMap::default();
         for (key, forward) in &pending.blocks {
             let (session, turn) = split_block_key(*key);
             for &(hash, tf_user, tf_assistant) in &forward.entries {
@@ -381,38 +405,35 @@ impl View<WriteSource<'_>> {
                     len_user: forward.len_user,
                     len_assistant: forward.len_assistant,
                 };
-                all.push((hash, session, posting));
+                by_anchor.entry(hash).or_default().push((session, posting));
             }
         }
-        all.par_sort_unstable_by_key(|(hash, session, p)| (*hash, *session, p.turn));
+        let mut anchors: Vec<u64> = by_anchor.keys().copied().collect();
+        anchors.sort_unstable();
+        // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
+        // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
+        let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
         let mut lists = 0usize;
-        let mut start = 0;
-        while start < all.len() {
-            let (hash, session, _) = all[start];
-            let mut end = start;
-            while end < all.len() && all[end].0 == hash && all[end].1 == session {
-                end += 1;
+        for hash in anchors {
+            let group = by_anchor.remove(&hash).unwrap_or_default();
+            let mut start = 0;
+            while start < group.len() {
+                let session = group[start].0;
+                let end = start + group[start..].partition_point(|(s, _)| *s == session);
+                let new_list = fresh.binary_search(&session).is_ok();
+                self.append_postings(hash, session, new_list, group[start..end].iter().map(|(_, p)| p))?;
+                lists += 1;
+                start = end;
             }
-            self.append_postings(hash, session, all[start..end].iter().map(|(_, _, p)| p))?;
-            lists += 1;
-            start = end;
-        }
-        // Document frequencies: one update per anchor.
-        let mut start = 0;
-        while start < all.len() {
-            let hash = all[start].0;
-            let mut end = start;
-            while end < all.len() && all[end].0 == hash {
-                end += 1;
-            }
+            // Document frequency: one update per anchor.
             let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
-            self.tables.terms.insert(hash, df + (end - start) as u64)?;
-            start = end;
+            self.tables.terms.insert(hash, df + group.len() as u64)?;
         }
         if let Ok(mut cache) = self.df_cache.lock() {
             cache.clear();
         }
         self.tables.pending.retain(|_, _| false)?;
+        self.unlogged = false;
         self.meta.folded_blocks += pending.blocks.len() as u64;
         self.meta.folded_len_user += pending.len_user;
         self.meta.folded_len_assistant += pending.len_assistant;
@@ -422,17 +443,23 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
+    /// Appends `list` to the postings of `hash` in `session`; `new_list` if it has none yet.
     fn append_postings<'p>(
         &mut self,
         hash: u64,
         session: u32,
+        new_list: bool,
         list: impl Iterator<Item = &'p Posting>,
     ) -> Result<(), Error> {
         let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
-        let tail = self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
-            let (_, _, chunk) = keys::split_posting_key(k.value());
-            (chunk, postings::ChunkBuilder::from_chunk(v.value()))
-        });
+        let tail = if new_list {
+            None
+        } else {
+            self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
+                let (_, _, chunk) = keys::split_posting_key(k.value());
+                (chunk, postings::ChunkBuilder::from_chunk(v.value()))
+            })
+        };
         let what = |chunk_no: u32| format!("posting chunk {hash:x}/{session}/{chunk_no}");
         let (mut chunk_no, mut chunk) = match tail {
             Some((no, builder)) => (no, builder.map_err(|e| corrupt(what(no), e))?),
@@ -452,7 +479,12 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
+    /// Finishes a write view before its commit: folds the turns stored without a `pending` row
+    /// ([`put_turn_to_fold`](Self::put_turn_to_fold)), then stores `meta` if it changed.
     pub(super) fn save_meta(&mut self) -> Result<(), Error> {
+        if self.unlogged {
+            self.fold()?;
+        }
         if !self.meta_dirty {
             return Ok(());
         }
