@@ -43,6 +43,7 @@ mod view;
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub use keys::anchor_hash;
+pub use postings::Posting;
 pub use source_index::SourceIndex;
 pub use view::{
     CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,

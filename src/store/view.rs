@@ -318,6 +318,20 @@ impl<S: Source> View<S> {
         }
         Ok(())
     }
+    /// Calls `emit(session, posting)` for every folded posting of the anchor, in every
+    /// session, in session then turn order: one range scan, since posting keys lead with the
+    /// anchor (pending turns are in [`View::pending`]).
+    pub fn anchor_postings(&self, hash: u64, mut emit: impl FnMut(u32, Posting)) -> Result<(), Error> {
+        let range = keys::posting_key(hash, 0, 0)..=keys::posting_key(hash, u32::MAX, u32::MAX);
+        for entry in self.tables.postings.range(range)? {
+            let (key, value) = entry?;
+            let (_, session, _) = keys::split_posting_key(key.value());
+            postings::decode(value.value(), |p| emit(session, p)).map_err(|e| {
+                corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
+            })?;
+        }
+        Ok(())
+    }
 }
 
 impl View<WriteSource<'_>> {

@@ -8,15 +8,14 @@
 //!   (every turn is too new). No scoring, no top-k.
 //! - `top-20`: BM25 top-20 over the public store API (`store::View::session_postings`, `df`,
 //!   `corpus_stats`), the same work the peers do. A query across all sessions reads each
-//!   anchor's postings session by session (the API has no scan of an anchor over every
-//!   session), so it pays one range lookup per anchor and session.
+//!   anchor's postings in one range scan over every session (`View::anchor_postings`).
 
 use crate::common::{
     Figures, Setup, TOP_K, cold_then_warm, disk_bytes, query_anchors, record, record_peak_rss,
 };
 use anyhow::{Result, bail};
 use corpus::timing::time_each;
-use ctxgate::store::{Store, StoreOptions};
+use ctxgate::store::{Posting, Store, StoreOptions};
 use ctxgate::{Format, Gatekeeper, ImportOptions, Options, SelectOptions};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -68,14 +67,13 @@ pub fn query(setup: &Setup) -> Result<Figures> {
     let open_store = || -> Result<Recall> {
         let store = Store::open(&path, &store_options())?;
         let view = store.read()?;
-        let sessions: Vec<u32> = view.sessions()?.into_iter().map(|(id, _)| id).collect();
         let long = view.session_by_name(&long)?.map(|(id, _)| id);
         drop(view);
         let Some(long) = long else { bail!("no session {long:?} in the index") };
-        Ok(Recall { store, sessions, long })
+        Ok(Recall { store, long })
     };
-    cold_then_warm(&mut figures, "session", &queries, open_store, |r, q| r.top_k(q, &[r.long]))?;
-    cold_then_warm(&mut figures, "global", &queries, open_store, |r, q| r.top_k(q, &r.sessions))?;
+    cold_then_warm(&mut figures, "session", &queries, open_store, |r, q| r.top_k(q, Some(r.long)))?;
+    cold_then_warm(&mut figures, "global", &queries, open_store, |r, q| r.top_k(q, None))?;
     record_peak_rss(&mut figures, "query.peak_rss_kib");
     Ok(figures)
 }
@@ -111,7 +109,6 @@ fn store_options() -> StoreOptions {
 /// BM25 top-k over the public store API.
 struct Recall {
     store: Store,
-    sessions: Vec<u32>,
     long: u32,
 }
 
@@ -119,30 +116,32 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 impl Recall {
-    /// Scores every turn of `sessions` holding a query anchor; returns how many of the top
-    /// [`TOP_K`] it found.
-    fn top_k(&self, query: &str, sessions: &[u32]) -> Result<usize> {
+    /// Scores every turn of `session` (or of every session) holding a query anchor; returns
+    /// how many of the top [`TOP_K`] it found.
+    fn top_k(&self, query: &str, session: Option<u32>) -> Result<usize> {
         let view = self.store.read()?;
         let stats = view.corpus_stats();
         let n = stats.blocks as f64;
         let avg_len = (stats.avg_len_user + stats.avg_len_assistant).max(1.0);
         let mut scores: HashMap<u64, f64> = HashMap::new();
         for anchor in query_anchors(query) {
-            // store::anchor_hash is crate-private: the same XXH3-64 of the anchor text.
-            let hash = xxhash_rust::xxh3::xxh3_64(anchor.as_bytes());
+            let hash = ctxgate::store::anchor_hash(&anchor);
             let df = view.df(hash)?;
             if df == 0 {
                 continue;
             }
             // ctxgate's IDF (see measure's postings_read).
             let idf = ((n + 1.0) / (df as f64 + 1.0)).ln() + 1.0;
-            for &session in sessions {
-                view.session_postings(hash, session, |p| {
-                    let tf = f64::from(p.tf_user + p.tf_assistant);
-                    let len = f64::from(p.len_user + p.len_assistant);
-                    let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
-                    *scores.entry((u64::from(session) << 32) | u64::from(p.turn)).or_default() += score;
-                })?;
+            let mut emit = |session: u32, p: Posting| {
+                let tf = f64::from(p.tf_user + p.tf_assistant);
+                let len = f64::from(p.len_user + p.len_assistant);
+                let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
+                *scores.entry((u64::from(session) << 32) | u64::from(p.turn)).or_default() += score;
+            };
+            match session {
+                Some(session) => view.session_postings(hash, session, |p| emit(session, p))?,
+                // One range scan across sessions: posting keys lead with the anchor.
+                None => view.anchor_postings(hash, &mut emit)?,
             }
         }
         let mut ranked: Vec<(u64, f64)> = scores.into_iter().collect();
