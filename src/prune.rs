@@ -8,6 +8,7 @@
 
 use crate::anchor::{self, is_cjk_ngram};
 use crate::query::QueryAnchors;
+use crate::store::anchor_hash;
 use crate::text::{Sentence, is_word_char, split_sentences};
 
 /// DESIGN §3.6: sentences kept per side.
@@ -31,8 +32,9 @@ pub struct PrunedBlock {
 /// query's anchors; see `pipeline`); `None` if no sentence does. The returned mask is every
 /// query anchor in the kept text.
 pub fn prune(user: &str, assistant: &str, query: &QueryAnchors, focus: u64) -> Option<PrunedBlock> {
-    let (user, user_mask, user_anchored) = prune_side(user, query, focus, false);
-    let (assistant, assistant_mask, assistant_anchored) = prune_side(assistant, query, focus, true);
+    let matcher = Matcher::new(query);
+    let (user, user_mask, user_anchored) = prune_side(user, query, &matcher, focus, false);
+    let (assistant, assistant_mask, assistant_anchored) = prune_side(assistant, query, &matcher, focus, true);
     (user_anchored || assistant_anchored).then_some(PrunedBlock {
         user,
         assistant,
@@ -41,9 +43,15 @@ pub fn prune(user: &str, assistant: &str, query: &QueryAnchors, focus: u64) -> O
 }
 
 /// Returns the kept text, the query anchors in it, and whether any kept sentence has a focus anchor.
-fn prune_side(text: &str, query: &QueryAnchors, focus: u64, keep_first: bool) -> (String, u64, bool) {
+fn prune_side(
+    text: &str,
+    query: &QueryAnchors,
+    matcher: &Matcher<'_>,
+    focus: u64,
+    keep_first: bool,
+) -> (String, u64, bool) {
     let sentences = split_sentences(text);
-    let masks: Vec<u64> = sentences.iter().map(|s| sentence_mask(s.text, query)).collect();
+    let masks: Vec<u64> = sentences.iter().map(|s| matcher.mask(s.text)).collect();
     // Candidates: sentences with a focus anchor, by focus IDF (descending), then position.
     let mut ranked: Vec<usize> = (0..sentences.len()).filter(|&i| masks[i] & focus != 0).collect();
     let weight = |i: usize| query.idf_of(masks[i] & focus);
@@ -89,22 +97,57 @@ fn join(sentences: &[Sentence<'_>], kept: &[usize]) -> String {
     out
 }
 
-/// The query anchors one sentence contains.
-fn sentence_mask(sentence: &str, query: &QueryAnchors) -> u64 {
-    let counts = anchor::extract(sentence);
-    let lower = sentence.to_lowercase();
-    let mut mask = 0;
-    for (i, a) in query.anchors().iter().enumerate() {
-        // Words and n-grams are matched as anchors (so `lock` is not found in `block`);
-        // phrases and the fallback anchor, which extraction of a sentence need not produce,
-        // by their text.
-        let is_single_anchor = a.text.chars().all(is_word_char) || is_cjk_ngram(&a.text);
-        let found = if is_single_anchor { counts.contains(&a.text) } else { lower.contains(&a.text) };
-        if found {
-            mask |= 1u64 << i;
+/// Finds which query anchors a sentence contains. This runs for every sentence of every
+/// candidate turn, so sentences are not put through full anchor extraction: their words (and
+/// CJK n-grams, if the query has some) are hashed and looked up among the query's.
+struct Matcher<'q> {
+    /// `(hash, bit)` of the word and n-gram anchors, sorted by hash.
+    single: Vec<(u64, u64)>,
+    /// The query has CJK n-gram anchors.
+    cjk: bool,
+    /// `(bit, text)` of phrases and the fallback anchor, matched by their text.
+    text: Vec<(u64, &'q str)>,
+}
+
+impl<'q> Matcher<'q> {
+    fn new(query: &'q QueryAnchors) -> Self {
+        let mut matcher = Matcher { single: Vec::new(), cjk: false, text: Vec::new() };
+        for (i, a) in query.anchors().iter().enumerate() {
+            // Words and n-grams are matched as anchors (so `lock` is not found in `block`);
+            // phrases and the fallback anchor, which extraction of a sentence need not
+            // produce, by their text.
+            if a.text.chars().all(is_word_char) {
+                matcher.single.push((a.hash, 1u64 << i));
+            } else if is_cjk_ngram(&a.text) {
+                matcher.single.push((a.hash, 1u64 << i));
+                matcher.cjk = true;
+            } else {
+                matcher.text.push((1u64 << i, a.text.as_str()));
+            }
         }
+        matcher.single.sort_unstable();
+        matcher
     }
-    mask
+
+    /// The query anchors `sentence` contains.
+    fn mask(&self, sentence: &str) -> u64 {
+        let mut mask = 0;
+        anchor::for_each_single_anchor(sentence, self.cjk, |a| {
+            let hash = anchor_hash(a);
+            if let Ok(i) = self.single.binary_search_by_key(&hash, |s| s.0) {
+                mask |= self.single[i].1;
+            }
+        });
+        if !self.text.is_empty() {
+            let lower = sentence.to_lowercase();
+            for &(bit, text) in &self.text {
+                if lower.contains(text) {
+                    mask |= bit;
+                }
+            }
+        }
+        mask
+    }
 }
 
 #[cfg(test)]

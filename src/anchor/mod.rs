@@ -144,6 +144,16 @@ pub fn extract_hashed(text: &str, hash: impl Fn(&str) -> u64) -> Vec<HashedAncho
     out
 }
 
+/// Calls `emit` with each word and identifier anchor of `text` and, if `cjk`, each CJK 2- and
+/// 3-gram: the anchors [`extract`] gives but quoted phrases, without counting them. For
+/// matching a few known anchors against many sentences.
+pub fn for_each_single_anchor(text: &str, cjk: bool, mut emit: impl FnMut(&str)) {
+    word::for_each_word(text, &mut emit);
+    if cjk {
+        cjk::for_each_ngram(text, emit);
+    }
+}
+
 /// The fallback anchor of a query that yields none: its first 20 characters, trimmed and
 /// lower-cased (DESIGN §3.1). `None` for a text that is blank.
 pub fn fallback_anchor(text: &str) -> Option<String> {
