@@ -18,7 +18,7 @@
 pub const CHUNK_CAPACITY: u32 = 128;
 
 /// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths
-/// (as decoded from their norms: their one-byte norms, quantized).
+/// (as decoded from their one-byte norms, so quantized).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
     /// Turn id within the session.
