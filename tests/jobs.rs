@@ -297,3 +297,17 @@ fn verify_reports_a_record_that_does_not_decode() -> TestResult {
     assert!(doc["problem_count"].as_u64() >= Some(1));
     Ok(())
 }
+
+#[test]
+fn rebuild_reports_progress_up_to_every_turn() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    add_sessions(&open(&db)?, 3, 50)?;
+    let mut seen = Vec::new();
+    let report = ctxgate::jobs::rebuild_with_progress(&db, &Options::default(), &mut |p| seen.push(p))?;
+    assert!(!seen.is_empty());
+    assert!(seen.windows(2).all(|w| w[0].turns_done < w[1].turns_done), "{seen:?}");
+    assert!(seen.iter().all(|p| p.turns_total == 150));
+    assert_eq!(seen.last().map(|p| p.turns_done), Some(report.turns));
+    Ok(())
+}

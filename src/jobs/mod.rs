@@ -13,7 +13,7 @@ mod verify;
 
 pub use compact::CompactReport;
 pub use forget::ForgetReport;
-pub use rebuild::{RebuildReport, rebuild, rebuild_path};
+pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_path, rebuild_with_progress};
 pub use verify::{MAX_PROBLEMS, Problem, VerifyReport};
 
 use crate::anchor;

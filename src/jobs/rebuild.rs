@@ -54,6 +54,27 @@ pub fn rebuild_path(path: &Path) -> PathBuf {
 /// # Errors
 /// Store errors, a turn that does not decode (the old file is kept), or a failed rename.
 pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildReport> {
+    rebuild_with_progress(path, options, &mut |_| {})
+}
+
+/// How far a rebuild has got: turns copied of all of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RebuildProgress {
+    /// Turns copied so far.
+    pub turns_done: u64,
+    /// Turns in the index.
+    pub turns_total: u64,
+}
+
+/// [`rebuild`], calling `progress` after each batch of turns is written to the new file.
+///
+/// # Errors
+/// As [`rebuild`].
+pub fn rebuild_with_progress(
+    path: impl AsRef<Path>,
+    options: &Options,
+    progress: &mut dyn FnMut(RebuildProgress),
+) -> Result<RebuildReport> {
     let path = path.as_ref();
     let store_options = StoreOptions {
         cache_bytes: options.cache_bytes,
@@ -69,7 +90,7 @@ pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildRepor
     }
     let mut report = RebuildReport { bytes_before, ..RebuildReport::default() };
     let mut new = Store::open(&target, &store_options)?;
-    let copied = copy(&source, &new, &mut report);
+    let copied = copy(&source, &new, &mut report, progress);
     if let Err(e) = copied {
         drop(new);
         let _ = std::fs::remove_file(&target);
@@ -98,9 +119,16 @@ pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildRepor
     Ok(report)
 }
 
-fn copy(source: &SourceIndex, new: &Store, report: &mut RebuildReport) -> Result<()> {
+fn copy(
+    source: &SourceIndex,
+    new: &Store,
+    report: &mut RebuildReport,
+    progress: &mut dyn FnMut(RebuildProgress),
+) -> Result<()> {
     let mut new_ids = std::collections::HashMap::new();
-    for (old_id, record) in source.sessions()? {
+    let sessions = source.sessions()?;
+    let turns_total = sessions.iter().map(|(_, r)| u64::from(r.turn_count)).sum();
+    for (old_id, record) in sessions {
         let id = new.write(|view| -> Result<u32> {
             let (id, _) = view.create_session(&record.name)?;
             view.put_session(id, &record)?;
@@ -122,6 +150,7 @@ fn copy(source: &SourceIndex, new: &Store, report: &mut RebuildReport) -> Result
                 Ok(())
             })?;
             report.turns += turns.len() as u64;
+            progress(RebuildProgress { turns_done: report.turns, turns_total });
             match last.checked_add(1) {
                 Some(next) => from = next,
                 None => break,
