@@ -123,11 +123,7 @@ impl Gatekeeper {
         write_once(&reference, &root, bytes)?;
         let (projection, record) = self.prepare(&reference, bytes, options, None)?;
         let root_text = absolute(&root)?.to_string_lossy().into_owned();
-        self.store().write(|view| -> Result<()> {
-            view.set_evidence_root(&root_text)?;
-            view.put_evidence(&record)?;
-            Ok(())
-        })?;
+        self.put_records(&root_text, std::slice::from_ref(&record))?;
         Ok(projection)
     }
 
@@ -192,13 +188,7 @@ impl Gatekeeper {
                 }
             }
             report.indexed += records.len() as u64;
-            self.store().write(|view| -> Result<()> {
-                view.set_evidence_root(&root_text)?;
-                for record in &records {
-                    view.put_evidence(record)?;
-                }
-                Ok(())
-            })?;
+            self.put_records(&root_text, &records)?;
         }
         let gone: Vec<&String> = stored.keys().filter(|r| !seen.contains(*r)).collect();
         if !gone.is_empty() {
@@ -342,15 +332,20 @@ impl Gatekeeper {
             });
             let records: Vec<EvidenceRecord> = records.into_iter().flatten().collect();
             stored += records.len() as u64;
-            self.store().write(|view| -> Result<()> {
-                view.set_evidence_root(&root_text)?;
-                for record in &records {
-                    view.put_evidence(record)?;
-                }
-                Ok(())
-            })?;
+            self.put_records(&root_text, &records)?;
         }
         Ok(stored)
+    }
+
+    /// Indexes `records` under `root` in one transaction.
+    fn put_records(&self, root: &str, records: &[EvidenceRecord]) -> Result<()> {
+        self.store().write(|view| -> Result<()> {
+            view.set_evidence_root(root)?;
+            for record in records {
+                view.put_evidence(record)?;
+            }
+            Ok(())
+        })
     }
 
     fn read_file(&self, reference: &EvidenceRef) -> Result<(PathBuf, Vec<u8>)> {

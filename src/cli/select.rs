@@ -79,7 +79,7 @@ fn describe(selection: &Selection) -> String {
             block.turn_id,
             block.score,
             block.tokens,
-            if block.covered_anchors.is_empty() { "-".to_string() } else { block.covered_anchors.join(", ") }
+            covers(&block.covered_anchors)
         );
         if !block.user.is_empty() {
             let _ = writeln!(out, "user       {}", block.user);
@@ -96,13 +96,14 @@ fn describe(selection: &Selection) -> String {
             evidence.kind,
             evidence.score,
             evidence.tokens,
-            if evidence.covered_anchors.is_empty() {
-                "-".to_string()
-            } else {
-                evidence.covered_anchors.join(", ")
-            }
+            covers(&evidence.covered_anchors)
         );
         let _ = writeln!(out, "{}", evidence.projection);
     }
     out
+}
+
+/// The anchors a block covered first, or `-`.
+fn covers(anchors: &[String]) -> String {
+    if anchors.is_empty() { "-".to_string() } else { anchors.join(", ") }
 }

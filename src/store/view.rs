@@ -362,14 +362,10 @@ impl View<WriteSource<'_>> {
         record: &TurnRecord,
         forward: ForwardRecord,
     ) -> Result<(), Error> {
-        let key = block_key(session, turn);
-        let what = || format!("turn {session}:{turn}");
-        let text = postcard::to_allocvec(record).map_err(|e| corrupt(what(), e))?;
-        let anchors = postcard::to_allocvec(&forward).map_err(|e| corrupt(what(), e))?;
-        self.tables.turns.insert(key, text.as_slice())?;
-        self.tables.pending.insert(key, anchors.as_slice())?;
-        self.pending.add(key, forward);
-        Ok(())
+        let anchors =
+            postcard::to_allocvec(&forward).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+        self.tables.pending.insert(block_key(session, turn), anchors.as_slice())?;
+        self.store_turn(session, turn, record, forward)
     }
 
     /// Stores a new turn like [`put_turn`](Self::put_turn), but without its `pending` row: its
@@ -384,11 +380,23 @@ impl View<WriteSource<'_>> {
         record: &TurnRecord,
         forward: ForwardRecord,
     ) -> Result<(), Error> {
+        self.store_turn(session, turn, record, forward)?;
+        self.unlogged = true;
+        Ok(())
+    }
+
+    /// The turn row, and the anchors queued in memory for the next fold.
+    fn store_turn(
+        &mut self,
+        session: u32,
+        turn: u32,
+        record: &TurnRecord,
+        forward: ForwardRecord,
+    ) -> Result<(), Error> {
         let key = block_key(session, turn);
         let text = postcard::to_allocvec(record).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
         self.tables.turns.insert(key, text.as_slice())?;
         self.pending.add(key, forward);
-        self.unlogged = true;
         Ok(())
     }
 

@@ -29,9 +29,36 @@ pub fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
+/// Prints one line of latency figures: p50, p90, p99, max and mean of `times`.
+pub fn report(what: &str, times: &[Duration]) {
+    if times.is_empty() {
+        println!("{what:<12} no calls");
+        return;
+    }
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    println!(
+        "{what:<12} p50 {} | p90 {} | p99 {} | max {} | mean {} ({} calls)",
+        ms(quantile(times, 0.5)),
+        ms(quantile(times, 0.9)),
+        ms(quantile(times, 0.99)),
+        ms(quantile(times, 1.0)),
+        ms(mean),
+        times.len()
+    );
+}
+
 /// A `VmHWM`/`VmRSS` line of /proc/self/status, in KiB.
 pub fn vm_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_kib("/proc/self/status", field)
+}
+
+/// A `VmHWM`/`VmRSS` line of another process's /proc/<pid>/status, in KiB.
+pub fn process_vm_kib(pid: u32, field: &str) -> Option<u64> {
+    status_kib(&format!("/proc/{pid}/status"), field)
+}
+
+fn status_kib(path: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(path).ok()?;
     let line = status.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
     line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
 }

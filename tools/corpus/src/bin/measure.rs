@@ -16,7 +16,7 @@
 
 use anyhow::{Context, Result, bail};
 use corpus::index::{self, SESSION};
-use corpus::timing::{ms, time_each, vm_kib};
+use corpus::timing::{ms, report, time_each, vm_kib};
 use corpus::{Corpus, TopicId};
 use ctxgate::{Gatekeeper, Options};
 use std::time::{Duration, Instant};
@@ -278,22 +278,6 @@ fn breakdown(times: &[Duration], postings: &[f64], queries: &[String]) {
             queries[i % queries.len()]
         );
     }
-}
-
-fn report(what: &str, times: &[Duration]) {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
-    let mean = sorted.iter().sum::<Duration>() / sorted.len() as u32;
-    println!(
-        "{what:<12} p50 {} | p90 {} | p99 {} | max {} | mean {} ({} calls)",
-        ms(at(0.5)),
-        ms(at(0.9)),
-        ms(at(0.99)),
-        ms(at(1.0)),
-        ms(mean),
-        sorted.len()
-    );
 }
 
 fn kib(value: Option<u64>) -> String {

@@ -15,6 +15,7 @@
 
 use anyhow::{Context, Result, bail};
 use corpus::index::{self, SESSION};
+use corpus::timing::{process_vm_kib, report};
 use corpus::{Corpus, TopicId};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
@@ -122,7 +123,7 @@ async fn drive(server: Server, queries: Arc<Vec<String>>, offset: usize, args: A
         run.empty += usize::from(blocks.unwrap_or(0) == 0);
         let done = i + 1;
         if done == args.requests || done == args.rss_early || done == args.rss_early * 10 {
-            run.memory.push((done, vm_kib(server.pid, "VmHWM"), vm_kib(server.pid, "VmRSS")));
+            run.memory.push((done, process_vm_kib(server.pid, "VmHWM"), process_vm_kib(server.pid, "VmRSS")));
         }
     }
     server.client.cancel().await.context("cannot stop the client")?;
@@ -180,7 +181,7 @@ async fn main() -> Result<()> {
     }
     let wall = started.elapsed();
 
-    let mut all: Vec<Duration> = runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
+    let all: Vec<Duration> = runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
     let calls = all.len();
     let empty: usize = runs.iter().map(|r| r.empty).sum();
     println!(
@@ -188,9 +189,9 @@ async fn main() -> Result<()> {
         calls as f64 / wall.as_secs_f64(),
         wall.as_secs_f64()
     );
-    report("latency", &mut all);
+    report("latency", &all);
     for (s, run) in runs.iter_mut().enumerate() {
-        report(&format!("  server {s}"), &mut run.latencies);
+        report(&format!("  server {s}"), &run.latencies);
     }
     println!("             {empty} of {calls} selections empty");
     for (s, run) in runs.iter().enumerate() {
@@ -207,32 +208,6 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-fn report(what: &str, times: &mut [Duration]) {
-    times.sort();
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
-    let mean = times.iter().sum::<Duration>() / times.len() as u32;
-    println!(
-        "{what:<12} p50 {} | p90 {} | p99 {} | max {} | mean {} ({} calls)",
-        ms(at(0.5)),
-        ms(at(0.9)),
-        ms(at(0.99)),
-        ms(at(1.0)),
-        ms(mean),
-        times.len()
-    );
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1e3)
-}
-
 fn kib(value: Option<u64>) -> String {
     value.map_or_else(|| "unknown".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
-}
-
-/// A `VmHWM`/`VmRSS` line of /proc/<pid>/status, in KiB.
-fn vm_kib(pid: u32, field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))?;
-    line[field.len() + 1..].trim().trim_end_matches("kB").trim().parse().ok()
 }
