@@ -31,10 +31,11 @@ impl PreparedTurn {
     /// Extracts the anchors of a turn and what the gate leaves out of the user's (pure; call it
     /// in parallel for a batch).
     pub fn new(user: String, assistant: String, time: Option<String>, tools: Vec<ToolRecord>) -> Self {
-        let user_anchors = anchor::extract_hashed(&user, anchor_hash);
+        let anchor::UserAnchors { anchors: user_anchors, framing, trigrams } =
+            anchor::extract_user(&user, anchor_hash);
         let assistant_anchors = anchor::extract_hashed(&assistant, anchor_hash);
         let forward = pipeline::forward_record(&user_anchors, &assistant_anchors);
-        let gate_filter = GateFilter::of(&user);
+        let gate_filter = GateFilter::from_parts(framing, trigrams);
         PreparedTurn { user, assistant, time, tools, user_anchors, gate_filter, forward }
     }
 }

@@ -86,6 +86,11 @@ impl GateFilter {
         }
     }
 
+    /// The filter from a user message's [`anchor::extract_user`] parts.
+    pub fn from_parts(framing: Vec<u64>, trigrams: Vec<u64>) -> Self {
+        GateFilter { framing, trigrams }
+    }
+
     fn keeps(&self, hash: u64) -> bool {
         self.framing.binary_search(&hash).is_err() && self.trigrams.binary_search(&hash).is_err()
     }

@@ -13,6 +13,9 @@ pub fn for_each_ngram(text: &str, emit: impl FnMut(&str)) {
 
 /// Calls `emit` with every n-gram, for each `n` in `sizes`, of every CJK run of `text`.
 pub fn for_each_ngram_of(text: &str, sizes: &[usize], mut emit: impl FnMut(&str)) {
+    if text.is_ascii() {
+        return; // no CJK character; checking the bytes is much cheaper than decoding them
+    }
     let mut run: Vec<usize> = Vec::new(); // byte offsets of the run's characters
     for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
         if i < text.len() && is_cjk(c) {

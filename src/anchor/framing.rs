@@ -8,6 +8,7 @@
 //! from a few turns. Like the stop words, the lists are small, fixed and documented here, and
 //! hold no topic word.
 
+use super::word_set::WordSet;
 use crate::text::is_cjk;
 use std::sync::LazyLock;
 
@@ -54,9 +55,11 @@ const CJK: &[&str] = &[
     "还", "又", "是", "有", "在",
 ];
 
+static ENGLISH_SET: LazyLock<WordSet> = LazyLock::new(|| WordSet::new(ENGLISH));
+
 /// True if the English word `word` (lower case) is a framing word.
 pub fn is_framing_word(word: &str) -> bool {
-    ENGLISH.binary_search(&word).is_ok()
+    ENGLISH_SET.contains(word)
 }
 
 /// The CJK framing words as characters, grouped by their first character (sorted by it), so a
@@ -107,7 +110,7 @@ fn framing_marks(chars: &[char]) -> Vec<bool> {
 /// Calls `emit` with each n-gram of [`cjk_framing_ngrams`], 2-grams then 3-grams, in text
 /// order, repeats included, without allocating a string per n-gram.
 pub fn for_each_framing_ngram(text: &str, mut emit: impl FnMut(&str)) {
-    if !text.chars().any(is_cjk) {
+    if text.is_ascii() || !text.chars().any(is_cjk) {
         return; // no CJK character: nothing is marked
     }
     let (offsets, chars): (Vec<usize>, Vec<char>) = text.char_indices().unzip();

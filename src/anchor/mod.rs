@@ -10,6 +10,7 @@ mod framing;
 mod quoted;
 mod stopwords;
 mod word;
+mod word_set;
 
 pub use cjk::is_ngram as is_cjk_ngram;
 pub use framing::{cjk_framing_chars, cjk_framing_ngrams, is_framing_word};
@@ -98,9 +99,7 @@ pub fn framing_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
         }
     });
     framing::for_each_framing_ngram(text, |g| out.push(hash(g)));
-    out.sort_unstable();
-    out.dedup();
-    out
+    sorted_set(out)
 }
 
 /// Hashes of the CJK 3-grams of `text`, sorted. The gate leaves them out: each repeats what its
@@ -109,9 +108,44 @@ pub fn framing_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
 pub fn cjk_trigram_hashes(text: &str, hash: impl Fn(&str) -> u64) -> Vec<u64> {
     let mut out = Vec::new();
     cjk::for_each_ngram_of(text, &[3], |g| out.push(hash(g)));
-    out.sort_unstable();
-    out.dedup();
-    out
+    sorted_set(out)
+}
+
+fn sorted_set(mut hashes: Vec<u64>) -> Vec<u64> {
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes
+}
+
+/// A user message as indexing needs it, from one scan of the text: its anchors, and what the
+/// topic gate leaves out of them ([`framing_hashes`], [`cjk_trigram_hashes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserAnchors {
+    /// [`extract_hashed`] of the text.
+    pub anchors: Vec<HashedAnchor>,
+    /// [`framing_hashes`] of the text.
+    pub framing: Vec<u64>,
+    /// [`cjk_trigram_hashes`] of the text.
+    pub trigrams: Vec<u64>,
+}
+
+/// [`UserAnchors`] of `text`: the three results of separate calls, for one scan of the words
+/// and one of the CJK runs.
+pub fn extract_user(text: &str, hash: impl Fn(&str) -> u64) -> UserAnchors {
+    let mut framing = Vec::new();
+    let mut trigrams = Vec::new();
+    let anchors = collect_hashed(
+        text,
+        &hash,
+        |word, h| {
+            if is_framing_word(word) {
+                framing.push(h);
+            }
+        },
+        |h| trigrams.push(h),
+    );
+    framing::for_each_framing_ngram(text, |g| framing.push(hash(g)));
+    UserAnchors { anchors, framing: sorted_set(framing), trigrams: sorted_set(trigrams) }
 }
 
 /// One anchor as the index stores it: its hash, term frequency and whether it is a CJK n-gram
@@ -129,9 +163,30 @@ pub struct HashedAnchor {
 /// [`extract`] for indexing: the same anchors, as hashes sorted ascending, without allocating
 /// a string per occurrence. `hash` is the hash function of the index's keys.
 pub fn extract_hashed(text: &str, hash: impl Fn(&str) -> u64) -> Vec<HashedAnchor> {
-    let mut hits: Vec<(u64, bool)> = Vec::new();
-    word::for_each_word(text, |w| hits.push((hash(w), false)));
-    cjk::for_each_ngram(text, |g| hits.push((hash(g), true)));
+    collect_hashed(text, &hash, |_, _| {}, |_| {})
+}
+
+/// [`extract_hashed`], also passing each word with its hash to `on_word` and each CJK 3-gram's
+/// hash to `on_trigram`.
+fn collect_hashed(
+    text: &str,
+    hash: &impl Fn(&str) -> u64,
+    mut on_word: impl FnMut(&str, u64),
+    mut on_trigram: impl FnMut(u64),
+) -> Vec<HashedAnchor> {
+    // About one anchor per five bytes of prose: one allocation for most texts.
+    let mut hits: Vec<(u64, bool)> = Vec::with_capacity(text.len() / 5 + 4);
+    word::for_each_word(text, |w| {
+        let h = hash(w);
+        on_word(w, h);
+        hits.push((h, false));
+    });
+    cjk::for_each_ngram_of(text, &[2], |g| hits.push((hash(g), true)));
+    cjk::for_each_ngram_of(text, &[3], |g| {
+        let h = hash(g);
+        on_trigram(h);
+        hits.push((h, true));
+    });
     quoted::for_each_phrase(text, |p| hits.push((hash(&p), cjk::is_ngram(&p))));
     hits.sort_unstable();
     let mut out: Vec<HashedAnchor> = Vec::with_capacity(hits.len());
@@ -245,6 +300,24 @@ mod tests {
         }
         for word in ["redis", "分布", "分布式", "续期"] {
             assert!(framing.binary_search(&hash(word)).is_err(), "{word} names the topic");
+        }
+    }
+
+    #[test]
+    fn user_extraction_is_the_three_results() {
+        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
+        for text in [
+            "Thanks! 请问一下分布式锁怎么续期? any suggestion for redis",
+            "plain \"quoted phrase\" with problem words and “跨进程通信”",
+            "",
+            "分布式锁和分布式事务",
+        ] {
+            let expected = UserAnchors {
+                anchors: extract_hashed(text, hash),
+                framing: framing_hashes(text, hash),
+                trigrams: cjk_trigram_hashes(text, hash),
+            };
+            assert_eq!(extract_user(text, hash), expected, "{text:?}");
         }
     }
 

@@ -17,34 +17,41 @@ const PAIRS: &[(char, char)] =
 
 /// Calls `emit` with every quoted phrase of `text`, trimmed and lower-cased.
 pub fn for_each_phrase(text: &str, mut emit: impl FnMut(String)) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let (open_at, open) = chars[i];
-        let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == open) else {
-            i += 1;
-            continue;
-        };
-        if open == '\'' && i > 0 && is_word_char(chars[i - 1].1) {
-            i += 1;
+    let bytes = text.as_bytes();
+    let mut pos = 0;
+    // Jump from one possible opening character to the next: `"`, `'`, or the first byte of
+    // `“ ‘` (0xE2) and `「 『` (0xE3). These are never continuation bytes, so `open_at` is a
+    // character boundary.
+    while let Some(offset) = bytes[pos..].iter().position(|&b| matches!(b, b'"' | b'\'' | 0xE2 | 0xE3)) {
+        let open_at = pos + offset;
+        let Some(open) = text.get(open_at..).and_then(|rest| rest.chars().next()) else { return };
+        let after_open = open_at + open.len_utf8();
+        pos = after_open;
+        let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == open) else { continue };
+        if open == '\'' && text[..open_at].chars().next_back().is_some_and(is_word_char) {
             continue;
         }
-        let close_index = (i + 1..chars.len()).find(|&j| {
-            let (_, c) = chars[j];
-            c == '\n'
-                || (c == close
-                    && (close != '\'' || chars.get(j + 1).is_none_or(|&(_, next)| !is_word_char(next))))
-        });
-        let Some(j) = close_index.filter(|&j| chars[j].1 != '\n') else {
-            i += 1;
-            continue;
-        };
-        let inner_start = open_at + open.len_utf8();
-        if let Some(phrase) = text.get(inner_start..chars[j].0).and_then(normalize_phrase) {
+        let Some(close_at) = find_close(&text[after_open..], close).map(|k| after_open + k) else { continue };
+        if let Some(phrase) = text.get(after_open..close_at).and_then(normalize_phrase) {
             emit(phrase);
         }
-        i = j + 1;
+        pos = close_at + close.len_utf8();
     }
+}
+
+/// Byte offset in `rest` of the quote `close` that ends a phrase on this line: an ASCII single
+/// quote only at the end of a word.
+fn find_close(rest: &str, close: char) -> Option<usize> {
+    let mut chars = rest.char_indices().peekable();
+    while let Some((k, c)) = chars.next() {
+        if c == '\n' {
+            return None;
+        }
+        if c == close && (close != '\'' || chars.peek().is_none_or(|&(_, next)| !is_word_char(next))) {
+            return Some(k);
+        }
+    }
+    None
 }
 
 fn normalize_phrase(inner: &str) -> Option<String> {
@@ -84,6 +91,45 @@ mod tests {
         ];
         for (input, expected) in rows {
             assert_eq!(phrases(input), *expected, "phrases of {input:?}");
+        }
+    }
+
+    /// The rule as first written: over a vector of the text's characters.
+    fn phrases_by_definition(text: &str) -> Vec<String> {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < chars.len() {
+            let (open_at, open) = chars[i];
+            let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == open) else {
+                i += 1;
+                continue;
+            };
+            if open == '\'' && i > 0 && is_word_char(chars[i - 1].1) {
+                i += 1;
+                continue;
+            }
+            let close_index = (i + 1..chars.len()).find(|&j| {
+                let (_, c) = chars[j];
+                c == '\n'
+                    || (c == close
+                        && (close != '\'' || chars.get(j + 1).is_none_or(|&(_, next)| !is_word_char(next))))
+            });
+            let Some(j) = close_index.filter(|&j| chars[j].1 != '\n') else {
+                i += 1;
+                continue;
+            };
+            let inner_start = open_at + open.len_utf8();
+            out.extend(text.get(inner_start..chars[j].0).and_then(normalize_phrase));
+            i = j + 1;
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scanner_agrees_with_the_definition(text in "[ab '\"\n“”‘’「」『』分布x_.]{0,40}") {
+            proptest::prop_assert_eq!(phrases(&text), phrases_by_definition(&text));
         }
     }
 }

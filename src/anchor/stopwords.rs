@@ -4,7 +4,10 @@
 //! prepositions, conjunctions) and nothing topical. Changing it changes every stored anchor,
 //! so it bumps [`super::ANCHOR_RULES_VERSION`]. Stop words are never content words (§3.3).
 
-/// Sorted, so membership is a binary search.
+use super::word_set::WordSet;
+use std::sync::LazyLock;
+
+/// Sorted, so a reader finds a word at a glance (the lookup is [`WordSet`]'s).
 const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
     "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "for",
@@ -19,9 +22,11 @@ const STOP_WORDS: &[&str] = &[
 /// The longest stop word, in bytes: longer words are not looked up at all.
 const LONGEST: usize = 7;
 
+static SET: LazyLock<WordSet> = LazyLock::new(|| WordSet::new(STOP_WORDS));
+
 /// True if `word` (already lower-cased) is an English stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    word.len() <= LONGEST && STOP_WORDS.binary_search(&word).is_ok()
+    word.len() <= LONGEST && SET.contains(word)
 }
 
 #[cfg(test)]

@@ -9,36 +9,64 @@ use super::stopwords::is_stop_word;
 use crate::text::is_word_char;
 
 /// Calls `emit` with every English term and identifier of `text`, lower-cased, in order.
-/// The word is lower-cased into one reused buffer: no allocation per word.
+/// The word is lower-cased into one reused buffer: no allocation per word. ASCII bytes are
+/// classified by a table; only other characters are decoded.
 pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
-    let mut run_start = None;
+    let bytes = text.as_bytes();
     let mut word = String::new();
-    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
-        match (is_word_char(c), run_start) {
-            (true, None) => run_start = Some(i),
-            (false, Some(start)) => {
-                run_start = None;
-                if let Some(run) = text.get(start..i)
-                    && normalize_word(run, &mut word)
-                {
-                    emit(&word);
-                }
+    let mut i = 0;
+    while i < bytes.len() {
+        let (is_word, len) = classify(text, i);
+        if !is_word {
+            i += len;
+            continue;
+        }
+        let start = i;
+        let mut ascii = len == 1;
+        i += len;
+        while i < bytes.len() {
+            let (is_word, len) = classify(text, i);
+            if !is_word {
+                break;
             }
-            _ => {}
+            ascii &= len == 1;
+            i += len;
+        }
+        if let Some(run) = text.get(start..i)
+            && normalize_word(run, ascii, &mut word)
+        {
+            emit(&word);
         }
     }
 }
 
-/// Lower-cases a word run into `word` and decides whether it is an anchor.
-fn normalize_word(run: &str, word: &mut String) -> bool {
-    if !run.chars().any(char::is_alphanumeric) || run.chars().nth(1).is_none() {
-        return false;
+/// Whether the character at byte `i` of `text` is a word character, and its length in bytes.
+fn classify(text: &str, i: usize) -> (bool, usize) {
+    let b = text.as_bytes()[i];
+    if b < 0x80 {
+        return (b.is_ascii_alphanumeric() || b == b'_', 1);
     }
+    match text.get(i..).and_then(|rest| rest.chars().next()) {
+        Some(c) => (is_word_char(c), c.len_utf8()),
+        // `i` is always a character boundary: every step advances by a whole character.
+        None => (false, 1),
+    }
+}
+
+/// Lower-cases a word run into `word` and decides whether it is an anchor.
+fn normalize_word(run: &str, ascii: bool, word: &mut String) -> bool {
     word.clear();
-    if run.is_ascii() {
+    if ascii {
+        // A run of `_` alone, or of one character, identifies nothing.
+        if run.len() < 2 || run.bytes().all(|b| b == b'_') {
+            return false;
+        }
         word.push_str(run);
         word.make_ascii_lowercase();
     } else {
+        if !run.chars().any(char::is_alphanumeric) || run.chars().nth(1).is_none() {
+            return false;
+        }
         word.extend(run.chars().flat_map(char::to_lowercase));
     }
     !is_stop_word(word)
@@ -64,9 +92,36 @@ mod tests {
             ("Redis锁问题", &["redis"]),
             ("multi-process", &["multi", "process"]),
             ("Café déjà", &["café", "déjà"]),
+            ("x_ _x __init__ ÉTÉ é", &["x_", "_x", "__init__", "été"]),
+            ("Ünïcödé WORDS", &["ünïcödé", "words"]),
         ];
         for (input, expected) in rows {
             assert_eq!(words(input), *expected, "words of {input:?}");
+        }
+    }
+
+    /// The rule as first written: runs of `is_word_char`, decoded character by character.
+    fn words_by_definition(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut run = String::new();
+        for c in text.chars().chain(std::iter::once(' ')) {
+            if is_word_char(c) {
+                run.push(c);
+                continue;
+            }
+            let lower: String = run.chars().flat_map(char::to_lowercase).collect();
+            if run.chars().any(char::is_alphanumeric) && run.chars().count() >= 2 && !is_stop_word(&lower) {
+                out.push(lower);
+            }
+            run.clear();
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn scanner_agrees_with_the_definition(text in "[a-zA-Z0-9_ .,'\"éÉßİ分布式锁\u{0}-\u{7f}\u{80}-\u{3000}]{0,60}") {
+            proptest::prop_assert_eq!(words(&text), words_by_definition(&text));
         }
     }
 }

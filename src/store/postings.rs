@@ -19,7 +19,7 @@ pub const CHUNK_CAPACITY: u32 = 128;
 
 /// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths
 /// (as decoded from their one-byte norms, so quantized).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Posting {
     /// Turn id within the session.
     pub turn: u32,
@@ -99,6 +99,22 @@ impl ChunkBuilder {
     pub fn finish(&self) -> Vec<u8> {
         with_header(self.count, self.last_turn, &self.body)
     }
+}
+
+/// The chunks of a new list of postings in turn order: full chunks of [`CHUNK_CAPACITY`], then
+/// the rest.
+pub fn encode_list<'p>(list: impl Iterator<Item = &'p Posting>) -> Result<Vec<Vec<u8>>, CorruptChunk> {
+    let mut chunks = Vec::new();
+    let mut chunk = ChunkBuilder::new();
+    for posting in list {
+        if chunk.is_full() {
+            chunks.push(chunk.finish());
+            chunk = ChunkBuilder::new();
+        }
+        chunk.push(posting)?;
+    }
+    chunks.push(chunk.finish());
+    Ok(chunks)
 }
 
 /// Decodes a chunk, calling `emit` for each posting in turn order.
@@ -270,6 +286,28 @@ mod tests {
         let postings: Vec<Posting> = (0..CHUNK_CAPACITY).map(|t| posting(t, 1)).collect();
         let builder = ChunkBuilder::from_chunk(&encode(&postings)).unwrap();
         assert!(builder.is_full());
+    }
+
+    #[test]
+    fn lists_are_split_into_full_chunks() {
+        let list: Vec<Posting> = (0..300).map(|t| posting(t * 3, 1)).collect();
+        let chunks = encode_list(list.iter()).expect("turns ascend");
+        let sizes: Vec<usize> = chunks
+            .iter()
+            .map(|c| {
+                let mut n = 0;
+                decode(c, |_| n += 1).expect("valid chunk");
+                n
+            })
+            .collect();
+        assert_eq!(sizes, [128, 128, 44]);
+        let mut decoded = Vec::new();
+        for chunk in &chunks {
+            decode(chunk, |p| decoded.push(p)).expect("valid chunk");
+        }
+        assert_eq!(decoded, list);
+        let unordered = [posting(5, 1), posting(5, 1)];
+        assert!(encode_list(unordered.iter()).is_err(), "turns must ascend");
     }
 
     #[test]

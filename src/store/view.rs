@@ -10,6 +10,7 @@ use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -414,9 +415,20 @@ impl View<WriteSource<'_>> {
         if pending.blocks.is_empty() {
             return Ok(());
         }
-        // Postings grouped by anchor. Pending turns are in (session, turn) order, so each
-        // anchor's group is too: the order of its posting keys.
-        let mut by_anchor: IdentityHashMap<u64, Vec<(u32, Posting)>> = IdentityHashMap::default();
+        // Postings grouped by anchor, by a counting sort: `pending.df` holds each anchor's
+        // posting count, so each group's place in one flat vector is known before it is
+        // filled. Pending turns are in (session, turn) order, so each group is too: the order
+        // of its posting keys.
+        let mut anchors: Vec<(u64, u32)> = pending.df.iter().map(|(&h, &n)| (h, n)).collect();
+        anchors.sort_unstable();
+        let mut cursor: IdentityHashMap<u64, usize> = IdentityHashMap::default();
+        cursor.reserve(anchors.len());
+        let mut total = 0usize;
+        for &(hash, count) in &anchors {
+            cursor.insert(hash, total);
+            total += count as usize;
+        }
+        let mut grouped: Vec<(u32, Posting)> = vec![(0, Posting::default()); total];
         for (key, forward) in &pending.blocks {
             let (session, turn) = split_block_key(*key);
             for &(hash, tf_user, tf_assistant) in &forward.entries {
@@ -427,29 +439,49 @@ impl View<WriteSource<'_>> {
                     len_user: forward.len_user,
                     len_assistant: forward.len_assistant,
                 };
-                by_anchor.entry(hash).or_default().push((session, posting));
+                // Every entry's anchor was counted into `pending.df` when its turn was added.
+                let slot =
+                    cursor.get_mut(&hash).ok_or_else(|| corrupt("pending postings", "uncounted anchor"))?;
+                if let Some(place) = grouped.get_mut(*slot) {
+                    *place = (session, posting);
+                }
+                *slot += 1;
             }
         }
-        let mut anchors: Vec<u64> = by_anchor.keys().copied().collect();
-        anchors.sort_unstable();
         // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
         // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
         let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
-        let mut lists = 0usize;
-        for hash in anchors {
-            let group = by_anchor.remove(&hash).unwrap_or_default();
-            let mut start = 0;
-            while start < group.len() {
-                let session = group[start].0;
-                let end = start + group[start..].partition_point(|(s, _)| *s == session);
-                let new_list = fresh.binary_search(&session).is_ok();
-                self.append_postings(hash, session, new_list, group[start..end].iter().map(|(_, p)| p))?;
-                lists += 1;
+        // The lists this fold writes, in key order: (anchor, session, its postings in `grouped`).
+        let mut lists: Vec<(u64, u32, Range<usize>)> = Vec::new();
+        let mut group_start = 0usize;
+        for &(hash, count) in &anchors {
+            let group_end = group_start + count as usize;
+            let mut start = group_start;
+            while start < group_end {
+                let session = grouped[start].0;
+                let end = start + grouped[start..group_end].partition_point(|(s, _)| *s == session);
+                lists.push((hash, session, start..end));
                 start = end;
             }
-            // Document frequency: one update per anchor.
+            group_start = group_end;
+        }
+        for (hash, session, range) in &lists {
+            let list = grouped[range.clone()].iter().map(|(_, p)| p);
+            if fresh.binary_search(session).is_ok() {
+                let chunks = postings::encode_list(list).map_err(|e| corrupt("pending postings", e))?;
+                for (chunk_no, chunk) in (0u32..).zip(chunks) {
+                    self.tables
+                        .postings
+                        .insert(keys::posting_key(*hash, *session, chunk_no), chunk.as_slice())?;
+                }
+            } else {
+                self.append_to_tail(*hash, *session, list)?;
+            }
+        }
+        // Document frequency: one update per anchor.
+        for &(hash, count) in &anchors {
             let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
-            self.tables.terms.insert(hash, df + group.len() as u64)?;
+            self.tables.terms.insert(hash, df + u64::from(count))?;
         }
         if let Ok(mut cache) = self.df_cache.lock() {
             cache.clear();
@@ -461,27 +493,22 @@ impl View<WriteSource<'_>> {
         self.meta.folded_len_assistant += pending.len_assistant;
         self.meta.folded_postings += pending.postings;
         self.meta_dirty = true;
-        log::debug!("folded {} turns into {lists} posting lists", pending.blocks.len());
+        log::debug!("folded {} turns into {} posting lists", pending.blocks.len(), lists.len());
         Ok(())
     }
 
-    /// Appends `list` to the postings of `hash` in `session`; `new_list` if it has none yet.
-    fn append_postings<'p>(
+    /// Appends `list` to the postings of `hash` in `session`, continuing its tail chunk.
+    fn append_to_tail<'p>(
         &mut self,
         hash: u64,
         session: u32,
-        new_list: bool,
         list: impl Iterator<Item = &'p Posting>,
     ) -> Result<(), Error> {
         let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
-        let tail = if new_list {
-            None
-        } else {
-            self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
-                let (_, _, chunk) = keys::split_posting_key(k.value());
-                (chunk, postings::ChunkBuilder::from_chunk(v.value()))
-            })
-        };
+        let tail = self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
+            let (_, _, chunk) = keys::split_posting_key(k.value());
+            (chunk, postings::ChunkBuilder::from_chunk(v.value()))
+        });
         let what = |chunk_no: u32| format!("posting chunk {hash:x}/{session}/{chunk_no}");
         let (mut chunk_no, mut chunk) = match tail {
             Some((no, builder)) => (no, builder.map_err(|e| corrupt(what(no), e))?),
