@@ -188,7 +188,8 @@ fn collect_hashed(
         hits.push((h, true));
     });
     quoted::for_each_phrase(text, |p| hits.push((hash(&p), cjk::is_ngram(&p))));
-    hits.sort_unstable();
+    // By hash alone: equal hashes are the same anchor, so the flag is equal too.
+    hits.sort_unstable_by_key(|&(h, _)| h);
     let mut out: Vec<HashedAnchor> = Vec::with_capacity(hits.len());
     for (h, cjk_ngram) in hits {
         match out.last_mut() {

@@ -10,7 +10,6 @@ use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -428,58 +427,58 @@ impl View<WriteSource<'_>> {
             cursor.insert(hash, total);
             total += count as usize;
         }
-        let mut grouped: Vec<(u32, Posting)> = vec![(0, Posting::default()); total];
-        for (key, forward) in &pending.blocks {
-            let (session, turn) = split_block_key(*key);
-            for &(hash, tf_user, tf_assistant) in &forward.entries {
-                let posting = Posting {
-                    turn,
-                    tf_user,
-                    tf_assistant,
-                    len_user: forward.len_user,
-                    len_assistant: forward.len_assistant,
-                };
+        // Each posting as `block index << 32 | entry index`: 8 bytes, and zeros from the
+        // allocator need no filling.
+        let mut grouped: Vec<u64> = vec![0; total];
+        for (block, (_, forward)) in pending.blocks.iter().enumerate() {
+            for (entry, &(hash, _, _)) in forward.entries.iter().enumerate() {
                 // Every entry's anchor was counted into `pending.df` when its turn was added.
                 let slot =
                     cursor.get_mut(&hash).ok_or_else(|| corrupt("pending postings", "uncounted anchor"))?;
                 if let Some(place) = grouped.get_mut(*slot) {
-                    *place = (session, posting);
+                    *place = ((block as u64) << 32) | entry as u64;
                 }
                 *slot += 1;
             }
         }
+        let posting_at = |code: u64| {
+            // Codes were made above from the indexes of `pending.blocks` and their entries.
+            let (key, forward) = &pending.blocks[(code >> 32) as usize];
+            let (_, tf_user, tf_assistant) = forward.entries[code as u32 as usize];
+            let (session, turn) = split_block_key(*key);
+            let (len_user, len_assistant) = (forward.len_user, forward.len_assistant);
+            (session, Posting { turn, tf_user, tf_assistant, len_user, len_assistant })
+        };
         // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
         // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
         let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
-        // The lists this fold writes, in key order: (anchor, session, its postings in `grouped`).
-        let mut lists: Vec<(u64, u32, Range<usize>)> = Vec::new();
+        let mut lists = 0usize;
+        let mut group: Vec<(u32, Posting)> = Vec::new();
         let mut group_start = 0usize;
-        for &(hash, count) in &anchors {
+        for (hash, count) in anchors {
             let group_end = group_start + count as usize;
-            let mut start = group_start;
-            while start < group_end {
-                let session = grouped[start].0;
-                let end = start + grouped[start..group_end].partition_point(|(s, _)| *s == session);
-                lists.push((hash, session, start..end));
+            group.clear();
+            group.extend(grouped[group_start..group_end].iter().map(|&code| posting_at(code)));
+            group_start = group_end;
+            let mut start = 0;
+            while start < group.len() {
+                let session = group[start].0;
+                let end = start + group[start..].partition_point(|(s, _)| *s == session);
+                let list = group[start..end].iter().map(|(_, p)| p);
+                if fresh.binary_search(&session).is_ok() {
+                    let chunks = postings::encode_list(list).map_err(|e| corrupt("pending postings", e))?;
+                    for (chunk_no, chunk) in (0u32..).zip(chunks) {
+                        self.tables
+                            .postings
+                            .insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
+                    }
+                } else {
+                    self.append_to_tail(hash, session, list)?;
+                }
+                lists += 1;
                 start = end;
             }
-            group_start = group_end;
-        }
-        for (hash, session, range) in &lists {
-            let list = grouped[range.clone()].iter().map(|(_, p)| p);
-            if fresh.binary_search(session).is_ok() {
-                let chunks = postings::encode_list(list).map_err(|e| corrupt("pending postings", e))?;
-                for (chunk_no, chunk) in (0u32..).zip(chunks) {
-                    self.tables
-                        .postings
-                        .insert(keys::posting_key(*hash, *session, chunk_no), chunk.as_slice())?;
-                }
-            } else {
-                self.append_to_tail(*hash, *session, list)?;
-            }
-        }
-        // Document frequency: one update per anchor.
-        for &(hash, count) in &anchors {
+            // Document frequency: one update per anchor.
             let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
             self.tables.terms.insert(hash, df + u64::from(count))?;
         }
@@ -493,7 +492,7 @@ impl View<WriteSource<'_>> {
         self.meta.folded_len_assistant += pending.len_assistant;
         self.meta.folded_postings += pending.postings;
         self.meta_dirty = true;
-        log::debug!("folded {} turns into {} posting lists", pending.blocks.len(), lists.len());
+        log::debug!("folded {} turns into {lists} posting lists", pending.blocks.len());
         Ok(())
     }
 
