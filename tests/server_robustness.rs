@@ -168,6 +168,42 @@ async fn huge_inputs_are_refused_with_a_clear_error_or_handled_within_the_limits
     Ok(())
 }
 
+/// Threads of a running process, from `/proc` (Linux).
+fn threads_of(pid: u32) -> McpResult<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("Threads:")).ok_or("no Threads line")?;
+    Ok(line.trim_start_matches("Threads:").trim().parse()?)
+}
+
+/// A client that writes many requests before reading any answer gets every answer, and the
+/// server does not start a thread per waiting request: it answers one call at a time anyway, and
+/// 300 pipelined calls once left 300 blocking threads and 950 MB resident.
+#[cfg(target_os = "linux")]
+#[test]
+fn pipelined_calls_are_all_answered_without_a_thread_each() -> McpResult {
+    let env = seeded()?;
+    let mut server = RawServer::start(&env.db)?;
+    let before = threads_of(server.child.id())?;
+    let calls = 200u64;
+    for id in 1..=calls {
+        server.call_raw(id, "select_context", r#"{"session": "work", "query": "redis lock ttl"}"#)?;
+    }
+    let mut most_threads = before;
+    for id in 1..=calls {
+        let response = server.response(id, Duration::from_secs(120))?;
+        assert!(response["result"]["structuredContent"]["blocks"].is_array(), "call {id}: {response}");
+        most_threads = most_threads.max(threads_of(server.child.id())?);
+    }
+    // Selection starts its scoring pool (one thread per core) and one blocking thread serves
+    // the calls; a thread per waiting call would be ~200.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    assert!(
+        most_threads <= before + cores + 8,
+        "{most_threads} threads while answering {calls} pipelined calls ({before} before, {cores} cores)"
+    );
+    Ok(())
+}
+
 /// Messages the SDK cannot produce, sent as raw lines: each is answered with a JSON-RPC error
 /// carrying its id, and the next request is served.
 #[test]

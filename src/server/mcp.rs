@@ -10,6 +10,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 
 const INSTRUCTIONS: &str = "ctxgate keeps this conversation's history and hands you only the past \
 turns a new message needs. For every user message: first call select_context (or build_prompt) \
@@ -21,6 +22,10 @@ record_turn with the message and your answer. Use one session name per conversat
 pub struct McpServer {
     core: Arc<Core>,
     tools: Arc<Vec<Tool>>,
+    /// One tool call on a blocking thread at a time. `Core` runs calls one after another
+    /// anyway; without this, a client that pipelines N requests got N blocking threads, each
+    /// waiting for `Core` with its own allocator heap (950 MB RSS for 300 pipelined calls).
+    calls: Arc<Semaphore>,
 }
 
 impl McpServer {
@@ -37,7 +42,7 @@ impl McpServer {
                 }
             })
             .collect();
-        McpServer { core: Arc::new(core), tools: Arc::new(tools) }
+        McpServer { core: Arc::new(core), tools: Arc::new(tools), calls: Arc::new(Semaphore::new(1)) }
     }
 }
 
@@ -74,6 +79,8 @@ impl ServerHandler for McpServer {
         }
         let core = Arc::clone(&self.core);
         let arguments = request.arguments;
+        let _permit =
+            self.calls.acquire().await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         // Opening may wait for another process (bounded by the busy timeout) and selection is
         // CPU work: both run off the async runtime so the transport keeps reading.
         let outcome =
