@@ -311,3 +311,120 @@ fn rebuild_reports_progress_up_to_every_turn() -> TestResult {
     assert_eq!(seen.last().map(|p| p.turns_done), Some(report.turns));
     Ok(())
 }
+
+/// The `done` values a phase of `total` items reports: its start, every 1,024, its end.
+fn throttled(total: u64) -> Vec<u64> {
+    let mut want: Vec<u64> = (0..total).step_by(1024).collect();
+    want.push(total);
+    want
+}
+
+#[test]
+fn verify_reports_progress_phase_by_phase_up_to_every_row() -> TestResult {
+    use ctxgate::jobs::VerifyPhase;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 20, 150)?;
+    let gk = open(&db)?;
+    gk.import(&[log], &ImportOptions::default())?;
+    add_sessions(&gk, 2, 10)?;
+    for n in 0..3 {
+        let text = format!("redis retry_policy_{n} notes for service_{n}");
+        gk.put_evidence(&format!("notes/{n}.txt"), text.as_bytes(), &ctxgate::EvidenceOptions::default())?;
+    }
+    let mut seen = Vec::new();
+    let report = gk.verify_with_progress(&mut |p| seen.push(p))?;
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(report.turns, 3020);
+    let mut phases: Vec<VerifyPhase> = seen.iter().map(|p| p.phase).collect();
+    phases.dedup();
+    assert_eq!(
+        phases,
+        [VerifyPhase::Turns, VerifyPhase::Postings, VerifyPhase::Anchors, VerifyPhase::Evidence]
+    );
+    for (phase, checked) in [
+        (VerifyPhase::Turns, report.turns),
+        (VerifyPhase::Postings, report.chunks),
+        (VerifyPhase::Anchors, report.anchors),
+        (VerifyPhase::Evidence, report.evidence),
+    ] {
+        let of_phase: Vec<_> = seen.iter().filter(|p| p.phase == phase).collect();
+        assert!(of_phase.iter().all(|p| p.total == checked), "{phase:?}: {of_phase:?}");
+        let done: Vec<u64> = of_phase.iter().map(|p| p.done).collect();
+        assert_eq!(done, throttled(checked), "{phase:?}");
+    }
+    assert_eq!(report.evidence, 3);
+    assert!(report.chunks > 1024, "{report:?}");
+    assert_eq!(seen.last().map(|p| (p.done, p.total)), Some((3, 3)));
+    drop(gk);
+    // Not a terminal: no progress line on stderr.
+    let out = cli(&db, &["verify"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!out.stderr.contains(&b'\r'), "{}", String::from_utf8_lossy(&out.stderr));
+    Ok(())
+}
+
+#[test]
+fn compact_reports_progress_phase_by_phase_up_to_every_list() -> TestResult {
+    use ctxgate::jobs::CompactPhase;
+    use redb::ReadableTable;
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 20, 150)?;
+    let gk = open(&db)?;
+    gk.import(&[log], &ImportOptions::default())?;
+    add_sessions(&gk, 2, 10)?;
+    let pending = gk.stats()?.pending_turns;
+    assert!(pending > 0);
+    drop(gk);
+    // Every chunk numbered one higher: each list starts at chunk 1, so each must be packed.
+    let lists = {
+        let redb = redb::Database::open(&db)?;
+        let postings = redb::TableDefinition::<u128, &[u8]>::new("postings");
+        let txn = redb.begin_write()?;
+        let lists = {
+            let mut table = txn.open_table(postings)?;
+            let mut rows = Vec::new();
+            for entry in table.iter()? {
+                let (key, value) = entry?;
+                rows.push((key.value(), value.value().to_vec()));
+            }
+            table.retain(|_, _| false)?;
+            for (key, value) in &rows {
+                table.insert(key + 1, value.as_slice())?;
+            }
+            let mut lists: Vec<u128> = rows.iter().map(|(key, _)| key >> 32).collect();
+            lists.dedup();
+            lists.len() as u64
+        };
+        txn.commit()?;
+        lists
+    };
+    assert!(lists > 1024, "{lists} lists");
+    let mut gk = open(&db)?;
+    let mut seen = Vec::new();
+    let report = gk.compact_with_progress(&mut |p| seen.push(p))?;
+    assert_eq!(report.folded_turns, pending);
+    assert_eq!(report.lists_packed, lists);
+    let mut phases: Vec<CompactPhase> = seen.iter().map(|p| p.phase).collect();
+    phases.dedup();
+    assert_eq!(phases, [CompactPhase::Folding, CompactPhase::Packing, CompactPhase::Compacting]);
+    let of_phase = |phase| -> Vec<(u64, u64)> {
+        seen.iter().filter(|p| p.phase == phase).map(|p| (p.done, p.total)).collect()
+    };
+    assert_eq!(of_phase(CompactPhase::Folding), [(0, pending), (pending, pending)]);
+    let packing: Vec<(u64, u64)> = throttled(lists).into_iter().map(|done| (done, lists)).collect();
+    assert_eq!(of_phase(CompactPhase::Packing), packing);
+    assert_eq!(of_phase(CompactPhase::Compacting), [(0, 0)]);
+    let verified = gk.verify()?;
+    assert!(verified.is_ok(), "{:?}", verified.problems);
+    drop(gk);
+    let out = cli(&db, &["--json", "compact"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!out.stderr.contains(&b'\r'), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert_eq!(doc["lists_packed"], 0);
+    Ok(())
+}

@@ -3,6 +3,7 @@
 use super::{Global, output};
 use serde::Serialize;
 use std::fmt::Write;
+use std::io::IsTerminal;
 
 #[derive(Serialize)]
 struct VerifyDocument<'a> {
@@ -14,7 +15,19 @@ struct VerifyDocument<'a> {
 
 /// Prints what was checked and every inconsistency; an error (exit 1) if there are any.
 pub fn run(global: &Global) -> anyhow::Result<()> {
-    let report = global.open(None, None)?.verify()?;
+    let gatekeeper = global.open(None, None)?;
+    // Progress on stderr when it is a terminal: verifying a long history takes minutes.
+    let show_progress = std::io::stderr().is_terminal();
+    let mut progress = |p: ctxgate::jobs::VerifyProgress| {
+        if show_progress {
+            eprint!("\r{:<50}", format!("verify: {} {}/{}", p.phase.name(), p.done, p.total));
+        }
+    };
+    let report = gatekeeper.verify_with_progress(&mut progress);
+    if show_progress {
+        eprintln!();
+    }
+    let report = report?;
     if global.json {
         output::print_json(&VerifyDocument {
             index: global.db.display().to_string(),

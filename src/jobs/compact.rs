@@ -1,5 +1,6 @@
 //! `compact`: folds pending turns, packs posting chunks, and gives free pages back.
 
+use super::progress_due;
 use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
 use serde::Serialize;
@@ -21,6 +22,43 @@ pub struct CompactReport {
     pub chunks_after: u64,
 }
 
+/// A phase of [`Gatekeeper::compact`], in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CompactPhase {
+    /// Pending turns folded into postings, in one step: `done` is 0, then all of them.
+    Folding,
+    /// Posting lists whose chunks are not full rewritten as full chunks.
+    Packing,
+    /// The engine's compaction of the file. It reports nothing while it works, so this phase
+    /// is reported once, as it starts, with `done` and `total` 0.
+    Compacting,
+}
+
+impl CompactPhase {
+    /// What the phase does, for a progress display.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactPhase::Folding => "folding pending turns",
+            CompactPhase::Packing => "packing posting lists",
+            CompactPhase::Compacting => "compacting the file",
+        }
+    }
+}
+
+/// How far [`Gatekeeper::compact_with_progress`] has got. Folding counts pending turns,
+/// packing counts posting lists to rewrite (found by one read pass before the first report);
+/// each is reported at its start (`done` 0), every 1,024 lists, and at its end
+/// (`done == total`; a phase with nothing to do only at its start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactProgress {
+    /// The phase running.
+    pub phase: CompactPhase,
+    /// Items of the phase done so far.
+    pub done: u64,
+    /// Items the phase has to do.
+    pub total: u64,
+}
+
 impl Gatekeeper {
     /// Folds pending turns, rewrites posting lists whose chunks are not full (full chunks,
     /// numbered from 0), then compacts the file so free pages (after `forget`) are returned
@@ -29,13 +67,36 @@ impl Gatekeeper {
     /// # Errors
     /// Store errors; the engine's compaction fails if another handle has a transaction open.
     pub fn compact(&mut self) -> Result<CompactReport> {
+        self.compact_with_progress(&mut |_| {})
+    }
+
+    /// [`Gatekeeper::compact`], calling `progress` as it goes: after a big `forget`, packing
+    /// and the engine's compaction of a long history take minutes.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::compact`].
+    pub fn compact_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(CompactProgress),
+    ) -> Result<CompactReport> {
+        let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });
         let bytes_before = self.store().file_size()?;
         let (folded_turns, (lists_packed, chunks_before, chunks_after)) =
             self.store().write(|view| -> Result<_> {
                 let folded = view.pending().len() as u64;
+                report_progress(CompactPhase::Folding, 0, folded);
                 view.fold()?;
-                Ok((folded, view.pack_postings()?))
+                if folded > 0 {
+                    report_progress(CompactPhase::Folding, folded, folded);
+                }
+                let packed = view.pack_postings_with_progress(&mut |done, total| {
+                    if done == total || progress_due(done, total) {
+                        report_progress(CompactPhase::Packing, done, total);
+                    }
+                })?;
+                Ok((folded, packed))
             })?;
+        report_progress(CompactPhase::Compacting, 0, 0);
         // redb compacts in steps; a few calls take the free pages left after a big delete.
         for _ in 0..8 {
             if !self.store_mut().compact()? {

@@ -11,15 +11,25 @@ mod forget;
 mod rebuild;
 mod verify;
 
-pub use compact::CompactReport;
+pub use compact::{CompactPhase, CompactProgress, CompactReport};
 pub use forget::ForgetReport;
 pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_path, rebuild_with_progress};
-pub use verify::{MAX_PROBLEMS, Problem, VerifyReport};
+pub use verify::{MAX_PROBLEMS, Problem, VerifyPhase, VerifyProgress, VerifyReport};
 
 use crate::anchor;
 use crate::pipeline;
 use crate::store::anchor_hash;
 use crate::store::records::ForwardRecord;
+
+/// Items (turns, chunks, lists, ...) between two progress reports within a phase: often
+/// enough for a display to move, rarely enough that reporting costs nothing next to the work.
+pub(crate) const PROGRESS_EVERY: u64 = 1024;
+
+/// Whether `done` items into a phase of `total` is due a report. A phase's start and end are
+/// reported apart from this, so it is false at `total`.
+pub(crate) fn progress_due(done: u64, total: u64) -> bool {
+    done.is_multiple_of(PROGRESS_EVERY) && done < total
+}
 
 /// The anchors of a turn, derived from its text as `ingest` does when the turn is added.
 pub(crate) fn derive_forward(user: &str, assistant: &str) -> ForwardRecord {

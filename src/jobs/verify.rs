@@ -1,7 +1,7 @@
 //! `verify`: checks that document frequencies, N, the length sums and the postings agree with
 //! the stored turns, and that every record decodes.
 
-use super::derive_forward;
+use super::{derive_forward, progress_due};
 use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
 use crate::store::postings::{self, Posting, quantize_len};
@@ -61,6 +61,45 @@ impl VerifyReport {
     }
 }
 
+/// A phase of [`Gatekeeper::verify`], in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum VerifyPhase {
+    /// Stored turns: each one's anchors derived again from its text.
+    Turns,
+    /// Posting chunks: decoded and merged with the postings the turns give.
+    Postings,
+    /// `terms` rows: document frequencies against the folded turns.
+    Anchors,
+    /// Evidence documents, their postings and document frequencies.
+    Evidence,
+}
+
+impl VerifyPhase {
+    /// What the phase counts, for a progress display: `turns`, `posting chunks`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyPhase::Turns => "turns",
+            VerifyPhase::Postings => "posting chunks",
+            VerifyPhase::Anchors => "anchors",
+            VerifyPhase::Evidence => "evidence documents",
+        }
+    }
+}
+
+/// How far [`Gatekeeper::verify_with_progress`] has got: items of the current phase checked
+/// of the rows its table holds. Each phase is reported at its start (`done` 0), every
+/// 1,024 items, and at its end (`done == total` unless a row stopped the walk); a phase
+/// with nothing to check only at its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyProgress {
+    /// The phase running.
+    pub phase: VerifyPhase,
+    /// Items of the phase checked so far.
+    pub done: u64,
+    /// Items the phase checks.
+    pub total: u64,
+}
+
 /// An expected folded posting: `(anchor, session, turn)` and its values as stored.
 type Expected = ((u64, u32, u32), (u32, u32, u32, u32));
 
@@ -76,6 +115,15 @@ impl Gatekeeper {
     /// # Errors
     /// Only when the file cannot be read at all; inconsistencies are in the report.
     pub fn verify(&self) -> Result<VerifyReport> {
+        self.verify_with_progress(&mut |_| {})
+    }
+
+    /// [`Gatekeeper::verify`], calling `progress` as it goes: on a long history it reads every
+    /// turn and posting, which takes minutes.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::verify`].
+    pub fn verify_with_progress(&self, progress: &mut dyn FnMut(VerifyProgress)) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         let view = match self.store().read() {
             Ok(view) => view,
@@ -115,7 +163,10 @@ impl Gatekeeper {
                 );
             }
         }
+        let totals = view.row_counts()?;
+        let mut report_progress = |phase, done, total| progress(VerifyProgress { phase, done, total });
         // Turns: re-derive each one's anchors.
+        report_progress(VerifyPhase::Turns, 0, totals.turns);
         let mut expected: Vec<Expected> = Vec::new();
         let mut df: HashMap<u64, u64> = HashMap::new();
         let mut folded = FoldedTotals::default();
@@ -123,6 +174,9 @@ impl Gatekeeper {
         let pending = view.pending();
         view.for_each_turn_row(|session, turn, record| {
             report.turns += 1;
+            if progress_due(report.turns, totals.turns) {
+                report_progress(VerifyPhase::Turns, report.turns, totals.turns);
+            }
             let key = format!("turn {session}:{turn}");
             *turn_counts.entry(session).or_default() += 1;
             match sessions.get(&session) {
@@ -161,6 +215,9 @@ impl Gatekeeper {
             }
             true
         })?;
+        if report.turns > 0 {
+            report_progress(VerifyPhase::Turns, report.turns, totals.turns);
+        }
         for (&id, record) in &sessions {
             let found = turn_counts.get(&id).copied().unwrap_or(0);
             if found != record.turn_count {
@@ -182,8 +239,12 @@ impl Gatekeeper {
         let mut next_chunk = 0u32;
         let mut last_turn: Option<u32> = None;
         let mut decoded = Vec::new();
+        report_progress(VerifyPhase::Postings, 0, totals.chunks);
         view.for_each_chunk(|hash, session, chunk, bytes| {
             report.chunks += 1;
+            if progress_due(report.chunks, totals.chunks) {
+                report_progress(VerifyPhase::Postings, report.chunks, totals.chunks);
+            }
             let key = format!("posting {hash:016x}/{session}/{chunk}");
             if list != Some((hash, session)) {
                 list = Some((hash, session));
@@ -233,13 +294,20 @@ impl Gatekeeper {
             }
             true
         })?;
+        if report.chunks > 0 {
+            report_progress(VerifyPhase::Postings, report.chunks, totals.chunks);
+        }
         for &((h, s, t), _) in &expected[next..] {
             report
                 .problem(format!("posting {h:016x}/{s}"), format!("turn {t} has the anchor but no posting"));
         }
         // Document frequencies.
+        report_progress(VerifyPhase::Anchors, 0, totals.terms);
         view.for_each_term(|hash, stored| {
             report.anchors += 1;
+            if progress_due(report.anchors, totals.terms) {
+                report_progress(VerifyPhase::Anchors, report.anchors, totals.terms);
+            }
             let want = df.remove(&hash).unwrap_or(0);
             if stored != want {
                 report.problem(
@@ -248,6 +316,9 @@ impl Gatekeeper {
                 );
             }
         })?;
+        if report.anchors > 0 {
+            report_progress(VerifyPhase::Anchors, report.anchors, totals.terms);
+        }
         let mut missing: Vec<(u64, u64)> = df.into_iter().collect();
         missing.sort_unstable();
         for (hash, want) in missing {
@@ -266,17 +337,28 @@ impl Gatekeeper {
                 report.problem(format!("meta {what}"), format!("{have}, the folded turns give {want}"));
             }
         }
-        verify_evidence(&view, &sessions, &mut report)?;
+        report_progress(VerifyPhase::Evidence, 0, totals.evidence);
+        let mut evidence_progress = |done| {
+            if progress_due(done, totals.evidence) {
+                report_progress(VerifyPhase::Evidence, done, totals.evidence);
+            }
+        };
+        verify_evidence(&view, &sessions, &mut report, &mut evidence_progress)?;
+        if report.evidence > 0 {
+            report_progress(VerifyPhase::Evidence, report.evidence, totals.evidence);
+        }
         Ok(report)
     }
 }
 
 /// Evidence: every record decodes and its ref maps to it; postings, document frequencies
 /// and totals agree with the records' anchors; a session's evidence belongs to a session.
+/// `progress` gets the number of documents walked after each one.
 fn verify_evidence<S: store::Source>(
     view: &store::View<S>,
     sessions: &BTreeMap<u32, SessionRecord>,
     report: &mut VerifyReport,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let meta = match view.evidence_meta() {
         Ok(meta) => meta,
@@ -293,6 +375,7 @@ fn verify_evidence<S: store::Source>(
     let mut bad: Vec<(u32, String)> = Vec::new();
     let walked = view.for_each_evidence(|id, record| {
         report.evidence += 1;
+        progress(report.evidence);
         if record.session.is_some_and(|s| !sessions.contains_key(&s)) {
             bad.push((id, format!("belongs to session {:?}, which does not exist", record.session)));
         }

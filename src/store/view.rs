@@ -82,6 +82,15 @@ pub(super) struct Tables<S: Source> {
     pub evidence_terms: S::EvidenceTerms,
 }
 
+/// Rows of the `turns`, `postings`, `terms` and `evidence` tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RowCounts {
+    pub turns: u64,
+    pub chunks: u64,
+    pub terms: u64,
+    pub evidence: u64,
+}
+
 /// The pending (not yet folded) turns, decoded once per view.
 #[derive(Debug, Default)]
 pub struct PendingBlocks {
@@ -256,6 +265,17 @@ impl<S: Source> View<S> {
             anchors: self.tables.terms.len()? + new_anchors,
             postings: self.meta.folded_postings + self.pending.postings,
             pending: self.pending.blocks.len() as u64,
+        })
+    }
+
+    /// Rows of the tables a whole-index job walks, as totals for its progress. redb keeps
+    /// each table's length in its header, so no row is read.
+    pub(crate) fn row_counts(&self) -> Result<RowCounts, Error> {
+        Ok(RowCounts {
+            turns: self.tables.turns.len()?,
+            chunks: self.tables.postings.len()?,
+            terms: self.tables.terms.len()?,
+            evidence: self.tables.evidence.len()?,
         })
     }
 
@@ -793,6 +813,15 @@ impl View<WriteSource<'_>> {
     /// fewer than `CHUNK_CAPACITY` (128) postings, or chunk numbers with gaps) as full
     /// chunks numbered from 0. Returns `(lists rewritten, chunks before, chunks after)`.
     pub fn pack_postings(&mut self) -> Result<(u64, u64, u64), Error> {
+        self.pack_postings_with_progress(&mut |_, _| {})
+    }
+
+    /// [`View::pack_postings`], calling `progress(lists rewritten, lists to rewrite)` once the
+    /// lists to rewrite are found and after each one is rewritten (the caller throttles).
+    pub fn pack_postings_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<(u64, u64, u64), Error> {
         // Find the lists to rewrite in one read pass.
         let mut loose: Vec<(u64, u32)> = Vec::new();
         let mut current: Option<(u64, u32)> = None;
@@ -827,7 +856,9 @@ impl View<WriteSource<'_>> {
             return Err(e);
         }
         let (mut before, mut after) = (0u64, 0u64);
-        for &(hash, session) in &loose {
+        let total = loose.len() as u64;
+        progress(0, total);
+        for (done, &(hash, session)) in (1u64..).zip(&loose) {
             let mut list = Vec::new();
             let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
             let mut old_keys = Vec::new();
@@ -861,8 +892,9 @@ impl View<WriteSource<'_>> {
                     .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
                 after += 1;
             }
+            progress(done, total);
         }
-        Ok((loose.len() as u64, before, after))
+        Ok((total, before, after))
     }
 }
 
