@@ -38,7 +38,7 @@ pub fn weigh<E>(
     blocks: u64,
     mut df: impl FnMut(u64) -> Result<u64, E>,
 ) -> Result<(GateWeights, Option<String>), E> {
-    let mut weights = Vec::new();
+    let mut weights = Vec::with_capacity(anchors.size_hint().0);
     for (hash, cjk_ngram) in anchors {
         let weight = idf(blocks, df(hash)?);
         if !(cjk_ngram && weight < CJK_NGRAM_MIN_IDF) {

@@ -177,7 +177,7 @@ fn threads_of(pid: u32) -> McpResult<u32> {
 
 /// A client that writes many requests before reading any answer gets every answer, and the
 /// server does not start a thread per waiting request: it answers one call at a time anyway, and
-/// 300 pipelined calls once left 300 blocking threads and 950 MB resident.
+/// 300 pipelined calls once left 300 blocking threads.
 #[cfg(target_os = "linux")]
 #[test]
 fn pipelined_calls_are_all_answered_without_a_thread_each() -> McpResult {

@@ -24,7 +24,7 @@ pub struct McpServer {
     tools: Arc<Vec<Tool>>,
     /// One tool call on a blocking thread at a time. `Core` runs calls one after another
     /// anyway; without this, a client that pipelines N requests got N blocking threads, each
-    /// waiting for `Core` with its own allocator heap (950 MB RSS for 300 pipelined calls).
+    /// waiting for `Core` (300 pipelined calls: 300 threads, 51 MB resident instead of 18 MB).
     calls: Arc<Semaphore>,
 }
 

@@ -70,6 +70,11 @@ impl ChunkBuilder {
         Self::default()
     }
 
+    /// An empty chunk with room for `bytes` of encoded postings.
+    pub fn with_capacity(bytes: usize) -> Self {
+        ChunkBuilder { body: Vec::with_capacity(bytes), ..Self::default() }
+    }
+
     /// Continues an encoded chunk.
     pub fn from_chunk(chunk: &[u8]) -> Result<Self, CorruptChunk> {
         let mut reader = Reader::new(chunk);
@@ -103,15 +108,21 @@ impl ChunkBuilder {
 
 /// The chunks of a new list of postings in turn order: full chunks of [`CHUNK_CAPACITY`], then
 /// the rest.
-pub fn encode_list<'p>(list: impl Iterator<Item = &'p Posting>) -> Result<Vec<Vec<u8>>, CorruptChunk> {
-    let mut chunks = Vec::new();
-    let mut chunk = ChunkBuilder::new();
+pub fn encode_list<'p>(
+    list: impl ExactSizeIterator<Item = &'p Posting>,
+) -> Result<Vec<Vec<u8>>, CorruptChunk> {
+    let mut chunks = Vec::with_capacity(list.len().div_ceil(CHUNK_CAPACITY as usize));
+    // About five bytes a posting: one allocation per chunk.
+    let body_capacity = |left: usize| left.min(CHUNK_CAPACITY as usize) * 5;
+    let mut left = list.len();
+    let mut chunk = ChunkBuilder::with_capacity(body_capacity(left));
     for posting in list {
         if chunk.is_full() {
             chunks.push(chunk.finish());
-            chunk = ChunkBuilder::new();
+            chunk = ChunkBuilder::with_capacity(body_capacity(left));
         }
         chunk.push(posting)?;
+        left -= 1;
     }
     chunks.push(chunk.finish());
     Ok(chunks)

@@ -66,13 +66,14 @@ impl SessionRecord {
 
 /// The session digest after one more turn.
 pub fn next_digest(digest: u64, user: &str, assistant: &str) -> u64 {
-    let mut bytes = Vec::with_capacity(24 + user.len() + assistant.len());
-    bytes.extend_from_slice(&digest.to_le_bytes());
-    bytes.extend_from_slice(&(user.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(user.as_bytes());
-    bytes.extend_from_slice(&(assistant.len() as u64).to_le_bytes());
-    bytes.extend_from_slice(assistant.as_bytes());
-    xxhash_rust::xxh3::xxh3_64(&bytes)
+    // Streamed: the same hash as of the concatenated bytes, without copying the texts.
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&digest.to_le_bytes());
+    hasher.update(&(user.len() as u64).to_le_bytes());
+    hasher.update(user.as_bytes());
+    hasher.update(&(assistant.len() as u64).to_le_bytes());
+    hasher.update(assistant.as_bytes());
+    hasher.digest()
 }
 
 /// What the gate decided when a turn was added.
@@ -143,6 +144,22 @@ impl ForwardRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digest_is_the_hash_of_the_framed_texts() {
+        // Stored in every session: the value must not change with how it is computed.
+        for (digest, user, assistant) in
+            [(0u64, "", ""), (7, "redis lock", "use SETNX"), (u64::MAX, "分布式锁", &*"x".repeat(5000))]
+        {
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&digest.to_le_bytes());
+            bytes.extend_from_slice(&(user.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(user.as_bytes());
+            bytes.extend_from_slice(&(assistant.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(assistant.as_bytes());
+            assert_eq!(next_digest(digest, user, assistant), xxhash_rust::xxh3::xxh3_64(&bytes));
+        }
+    }
 
     /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
     #[test]

@@ -414,7 +414,10 @@ impl View<WriteSource<'_>> {
         forward: ForwardRecord,
     ) -> Result<(), Error> {
         let key = block_key(session, turn);
-        let text = postcard::to_allocvec(record).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+        // One allocation: the texts and a little framing.
+        let capacity = record.user.len() + record.assistant.len() + 64;
+        let text = postcard::to_extend(record, Vec::with_capacity(capacity))
+            .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
         self.tables.turns.insert(key, text.as_slice())?;
         self.pending.add(key, forward);
         Ok(())
