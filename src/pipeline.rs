@@ -86,7 +86,8 @@ impl GateFilter {
         }
     }
 
-    /// The filter from a user message's [`anchor::extract_user`] parts.
+    /// The filter from a user message's [`anchor::extract_user`] parts, each sorted and
+    /// without repeats (lookups are binary searches).
     pub fn from_parts(framing: Vec<u64>, trigrams: Vec<u64>) -> Self {
         GateFilter { framing, trigrams }
     }

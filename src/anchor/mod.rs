@@ -130,7 +130,7 @@ pub struct UserAnchors {
 }
 
 /// [`UserAnchors`] of `text`: the three results of separate calls, for one scan of the words
-/// and one of the CJK runs.
+/// and one of the CJK runs (and, for text with CJK characters, one for the framing n-grams).
 pub fn extract_user(text: &str, hash: impl Fn(&str) -> u64) -> UserAnchors {
     let mut framing = Vec::new();
     let mut trigrams = Vec::new();
@@ -181,10 +181,11 @@ fn collect_hashed(
         on_word(w, h);
         hits.push((h, false));
     });
-    cjk::for_each_ngram_of(text, &[2], |g| hits.push((hash(g), true)));
-    cjk::for_each_ngram_of(text, &[3], |g| {
+    cjk::for_each_ngram(text, |g| {
         let h = hash(g);
-        on_trigram(h);
+        if g.chars().nth(2).is_some() {
+            on_trigram(h);
+        }
         hits.push((h, true));
     });
     quoted::for_each_phrase(text, |p| hits.push((hash(&p), cjk::is_ngram(&p))));

@@ -10,7 +10,7 @@ use crate::text::is_word_char;
 
 /// Calls `emit` with every English term and identifier of `text`, lower-cased, in order.
 /// The word is lower-cased into one reused buffer: no allocation per word. ASCII bytes are
-/// classified by a table; only other characters are decoded.
+/// classified as bytes; only other characters are decoded.
 pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
     let bytes = text.as_bytes();
     let mut word = String::new();

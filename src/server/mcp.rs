@@ -79,14 +79,21 @@ impl ServerHandler for McpServer {
         }
         let core = Arc::clone(&self.core);
         let arguments = request.arguments;
-        let _permit =
-            self.calls.acquire().await.map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        // Owned and moved into the blocking call, so the permit is held until the call ends even
+        // if this future is dropped. A quick call waits behind a long one (an import), as it
+        // would for `Core` anyway.
+        let permit = Arc::clone(&self.calls)
+            .acquire_owned()
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         // Opening may wait for another process (bounded by the busy timeout) and selection is
         // CPU work: both run off the async runtime so the transport keeps reading.
-        let outcome =
-            tokio::task::spawn_blocking(move || core.call(&name, arguments)).await.unwrap_or_else(|e| {
-                Err(ToolError { kind: "internal", message: format!("the request failed: {e}") })
-            });
+        let outcome = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            core.call(&name, arguments)
+        })
+        .await
+        .unwrap_or_else(|e| Err(ToolError { kind: "internal", message: format!("the request failed: {e}") }));
         let result = match outcome {
             Ok(document) => CallToolResult::structured(document),
             Err(error) => {

@@ -19,7 +19,7 @@ pub const CHUNK_CAPACITY: u32 = 128;
 
 /// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths
 /// (as decoded from their one-byte norms, so quantized).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
     /// Turn id within the session.
     pub turn: u32,
@@ -107,12 +107,12 @@ impl ChunkBuilder {
 }
 
 /// The chunks of a new list of postings in turn order: full chunks of [`CHUNK_CAPACITY`], then
-/// the rest.
+/// the rest. No chunk for an empty list.
 pub fn encode_list<'p>(
     list: impl ExactSizeIterator<Item = &'p Posting>,
 ) -> Result<Vec<Vec<u8>>, CorruptChunk> {
     let mut chunks = Vec::with_capacity(list.len().div_ceil(CHUNK_CAPACITY as usize));
-    // About five bytes a posting: one allocation per chunk.
+    // About five bytes a posting: the body of a chunk rarely grows.
     let body_capacity = |left: usize| left.min(CHUNK_CAPACITY as usize) * 5;
     let mut left = list.len();
     let mut chunk = ChunkBuilder::with_capacity(body_capacity(left));
@@ -124,7 +124,9 @@ pub fn encode_list<'p>(
         chunk.push(posting)?;
         left -= 1;
     }
-    chunks.push(chunk.finish());
+    if chunk.count > 0 {
+        chunks.push(chunk.finish());
+    }
     Ok(chunks)
 }
 
@@ -317,6 +319,7 @@ mod tests {
             decode(chunk, |p| decoded.push(p)).expect("valid chunk");
         }
         assert_eq!(decoded, list);
+        assert!(encode_list([].iter()).expect("empty").is_empty());
         let unordered = [posting(5, 1), posting(5, 1)];
         assert!(encode_list(unordered.iter()).is_err(), "turns must ascend");
     }

@@ -464,6 +464,15 @@ impl View<WriteSource<'_>> {
                 *slot += 1;
             }
         }
+        // Each cursor must end where the next anchor's group starts: a miscount would have
+        // mixed two groups.
+        let mut group_end = 0usize;
+        for (hash, count) in &anchors {
+            group_end += *count as usize;
+            if cursor.get(hash) != Some(&group_end) {
+                return Err(corrupt("pending postings", format!("anchor {hash:x} miscounted")));
+            }
+        }
         let posting_at = |code: u64| {
             // Codes were made above from the indexes of `pending.blocks` and their entries.
             let (key, forward) = &pending.blocks[(code >> 32) as usize];
