@@ -202,10 +202,11 @@ fn collect_hashed(
 }
 
 /// Calls `emit` with each word and identifier anchor of `text` and, if `cjk`, each CJK 2- and
-/// 3-gram: the anchors [`extract`] gives but quoted phrases, without counting them. For
-/// matching a few known anchors against many sentences.
+/// 3-gram: the anchors [`extract`] gives but quoted phrases, without counting them, and the
+/// stop words too (no anchor is one, so they match nothing). For matching a few known anchors
+/// against many sentences.
 pub fn for_each_single_anchor(text: &str, cjk: bool, mut emit: impl FnMut(&str)) {
-    word::for_each_word(text, &mut emit);
+    word::for_each_word_or_stop_word(text, &mut emit);
     if cjk {
         cjk::for_each_ngram(text, emit);
     }

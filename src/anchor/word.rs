@@ -11,7 +11,17 @@ use crate::text::is_word_char;
 /// Calls `emit` with every English term and identifier of `text`, lower-cased, in order.
 /// The word is lower-cased into one reused buffer: no allocation per word. ASCII bytes are
 /// classified as bytes; only other characters are decoded.
-pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
+pub fn for_each_word(text: &str, emit: impl FnMut(&str)) {
+    scan(text, true, emit);
+}
+
+/// [`for_each_word`] with stop words too: for looking words up among known anchors, which
+/// never include a stop word, without paying for the stop-word test.
+pub fn for_each_word_or_stop_word(text: &str, emit: impl FnMut(&str)) {
+    scan(text, false, emit);
+}
+
+fn scan(text: &str, drop_stop_words: bool, mut emit: impl FnMut(&str)) {
     let bytes = text.as_bytes();
     let mut word = String::new();
     let mut i = 0;
@@ -34,6 +44,7 @@ pub fn for_each_word(text: &str, mut emit: impl FnMut(&str)) {
         }
         if let Some(run) = text.get(start..i)
             && normalize_word(run, ascii, &mut word)
+            && !(drop_stop_words && is_stop_word(&word))
         {
             emit(&word);
         }
@@ -53,7 +64,7 @@ fn classify(text: &str, i: usize) -> (bool, usize) {
     }
 }
 
-/// Lower-cases a word run into `word` and decides whether it is an anchor.
+/// Lower-cases a word run into `word`; false for runs too short or without a letter or digit.
 fn normalize_word(run: &str, ascii: bool, word: &mut String) -> bool {
     word.clear();
     if ascii {
@@ -69,7 +80,7 @@ fn normalize_word(run: &str, ascii: bool, word: &mut String) -> bool {
         }
         word.extend(run.chars().flat_map(char::to_lowercase));
     }
-    !is_stop_word(word)
+    true
 }
 
 #[cfg(test)]
@@ -116,6 +127,14 @@ mod tests {
             run.clear();
         }
         out
+    }
+
+    #[test]
+    fn stop_words_only_where_asked() {
+        let mut all = Vec::new();
+        for_each_word_or_stop_word("The lock is on the Redis key", |w| all.push(w.to_string()));
+        assert_eq!(all, ["the", "lock", "is", "on", "the", "redis", "key"]);
+        assert_eq!(words("The lock is on the Redis key"), ["lock", "redis", "key"]);
     }
 
     proptest::proptest! {

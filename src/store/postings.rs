@@ -187,13 +187,30 @@ pub fn encode_norm(len: u32) -> u8 {
 
 /// The length a norm byte stands for (the smallest length with that byte).
 pub fn decode_norm(norm: u8) -> u32 {
-    let norm = u32::from(norm);
+    NORMS[usize::from(norm)]
+}
+
+/// [`norm_length`] of every byte: decoding reads two norms per posting.
+const NORMS: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = norm_length(i as u32);
+        i += 1;
+    }
+    table
+};
+
+/// The length norm byte `norm` stands for. Bytes above 239 (never written) decode as if the
+/// pattern went on, saturating instead of overflowing.
+const fn norm_length(norm: u32) -> u32 {
     if norm < 16 {
         return norm;
     }
     let exponent = (norm - 16) / 8 + 4;
     let mantissa = (norm - 16) % 8;
-    (8 + mantissa) << (exponent - 3)
+    let shift = exponent - 3;
+    if shift >= 29 { u32::MAX } else { (8 + mantissa) << shift }
 }
 
 /// A length as postings store it: what scoring of folded and pending turns both use.
@@ -348,6 +365,10 @@ mod tests {
             assert_eq!(quantize_len(back), back, "decoded lengths are fixed points");
         }
         assert_eq!((0..16).map(quantize_len).collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+        // Bytes never written (above 239) still decode, monotonically, without overflow.
+        let decoded: Vec<u32> = (0..=255u8).map(decode_norm).collect();
+        assert!(decoded.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(decode_norm(239), 15 << 28);
     }
 
     proptest! {
