@@ -56,19 +56,31 @@ pub fn append_turn(
     record: &mut SessionRecord,
     turn: PreparedTurn,
 ) -> Result<u32> {
-    append(view, id, record, turn, Pending::Logged)
+    append(view, id, record, turn, Pending::Logged, None)
 }
 
 /// [`append_turn`] for a bulk writer: the turn's anchors are not written as a `pending` row
 /// but folded into the postings before this transaction commits (`View::put_turn_to_fold`).
-/// Readers see the same index either way.
+/// Readers see the same index either way. The turn's texts and anchor lists are handed back
+/// instead of freed here: a bulk writer frees them when no other thread is allocating
+/// (see `import::writer`).
 pub fn append_turn_to_fold(
     view: &mut View<WriteSource<'_>>,
     id: u32,
     record: &mut SessionRecord,
     turn: PreparedTurn,
-) -> Result<u32> {
-    append(view, id, record, turn, Pending::FoldInTransaction)
+) -> Result<Spent> {
+    let mut spent = Spent::default();
+    append(view, id, record, turn, Pending::FoldInTransaction, Some(&mut spent))?;
+    Ok(spent)
+}
+
+/// What adding a turn used and no longer needs.
+#[derive(Default)]
+pub struct Spent {
+    _record: Option<TurnRecord>,
+    _anchors: Vec<HashedAnchor>,
+    _filter: Option<GateFilter>,
 }
 
 /// Where a new turn's anchors go until they are folded.
@@ -85,6 +97,7 @@ fn append(
     record: &mut SessionRecord,
     turn: PreparedTurn,
     pending: Pending,
+    spent: Option<&mut Spent>,
 ) -> Result<u32> {
     let turn_id = record.turn_count;
     let next = turn_id.checked_add(1).ok_or_else(|| Error::InvalidInput {
@@ -122,5 +135,9 @@ fn append(
     }
     record.turn_count = next;
     record.segment_start = segment_start;
+    if let Some(spent) = spent {
+        *spent =
+            Spent { _record: Some(stored), _anchors: turn.user_anchors, _filter: Some(turn.gate_filter) };
+    }
     Ok(turn_id)
 }
