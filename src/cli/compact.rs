@@ -2,28 +2,22 @@
 
 use super::{Global, output};
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 /// Compacts the index and prints the file size before and after.
 pub fn run(global: &Global) -> anyhow::Result<()> {
     let mut gatekeeper = global.open(None, None)?;
     // Progress on stderr when it is a terminal: compacting after a big `forget` takes minutes.
-    let show_progress = std::io::stderr().is_terminal();
-    let mut progress = |p: ctxgate::jobs::CompactProgress| {
-        if show_progress {
+    let report = output::with_progress(
+        |p: ctxgate::jobs::CompactProgress| {
             let line = match p.phase {
                 // The engine's compaction has no count to show.
                 ctxgate::jobs::CompactPhase::Compacting => format!("compact: {}", p.phase.name()),
                 _ => format!("compact: {} {}/{}", p.phase.name(), p.done, p.total),
             };
-            eprint!("\r{line:<50}");
-        }
-    };
-    let report = gatekeeper.compact_with_progress(&mut progress);
-    if show_progress {
-        eprintln!();
-    }
-    let report = report?;
+            format!("{line:<50}")
+        },
+        |progress| gatekeeper.compact_with_progress(progress),
+    )?;
     if global.json {
         return output::print_json(&report);
     }

@@ -4,7 +4,6 @@ use super::{Global, output};
 use ctxgate::import::Progress;
 use ctxgate::{Format, ImportOptions, ImportReport};
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 /// Arguments of `import`.
@@ -72,19 +71,13 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         skip_invalid: args.skip_invalid,
         evidence: !args.no_evidence,
     };
-    let show_progress = std::io::stderr().is_terminal();
-    let mut progress = |p: Progress| {
-        if show_progress {
+    let report = output::with_progress(
+        |p: Progress| {
             let rate = if p.seconds > 0.0 { p.turns as f64 / p.seconds } else { 0.0 };
-            eprint!("\rfiles {}/{}  turns {}  {:.0} turns/s   ", p.files_done, p.files_total, p.turns, rate);
-            let _ = std::io::stderr().flush();
-        }
-    };
-    let report = gatekeeper.import_with_progress(&args.paths, &options, &mut progress);
-    if show_progress {
-        eprintln!();
-    }
-    let report = report?;
+            format!("files {}/{}  turns {}  {:.0} turns/s   ", p.files_done, p.files_total, p.turns, rate)
+        },
+        |progress| gatekeeper.import_with_progress(&args.paths, &options, progress),
+    )?;
     if global.json { output::print_json(&report) } else { output::print_text(&describe(&report)) }
 }
 

@@ -6,7 +6,7 @@
 
 use ctxgate::text::sanitize_for_terminal;
 use serde::Serialize;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 /// Version of the JSON documents the CLI prints.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -21,6 +21,27 @@ pub fn print_json(value: &impl Serialize) -> anyhow::Result<()> {
     serde_json::to_writer_pretty(&mut out, &document)?;
     writeln!(out)?;
     Ok(())
+}
+
+/// Runs `job` with a progress callback that, when stderr is a terminal, rewrites one stderr
+/// line with `line(report)`, and ends that line when the job returns. Long jobs (import,
+/// rebuild, verify, compact) show their progress this way; pipes and files get none.
+pub fn with_progress<P, T>(
+    line: impl Fn(P) -> String + Send,
+    job: impl FnOnce(&mut (dyn FnMut(P) + Send)) -> T,
+) -> T {
+    let show = std::io::stderr().is_terminal();
+    let mut progress = move |report: P| {
+        if show {
+            eprint!("\r{}", line(report));
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let result = job(&mut progress);
+    if show {
+        eprintln!();
+    }
+    result
 }
 
 /// Prints text for people, with control characters of logged text made harmless.

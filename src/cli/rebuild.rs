@@ -2,7 +2,6 @@
 
 use super::{Global, output};
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 /// Rebuilds the index and prints what was copied.
 pub fn run(global: &Global) -> anyhow::Result<()> {
@@ -10,19 +9,14 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("--busy-timeout must be a number of seconds from 0 to 10^19"))?;
     let options = ctxgate::Options { threads: global.threads, busy_timeout, ..ctxgate::Options::default() };
     // Progress on stderr when it is a terminal: a rebuild of a long history takes minutes.
-    let show_progress = std::io::stderr().is_terminal();
     let started = std::time::Instant::now();
-    let mut progress = |p: ctxgate::jobs::RebuildProgress| {
-        if show_progress {
+    let report = output::with_progress(
+        |p: ctxgate::jobs::RebuildProgress| {
             let rate = p.turns_done as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            eprint!("\rturns {}/{}  {:.0} turns/s   ", p.turns_done, p.turns_total, rate);
-        }
-    };
-    let report = ctxgate::jobs::rebuild_with_progress(&global.db, &options, &mut progress);
-    if show_progress {
-        eprintln!();
-    }
-    let report = report?;
+            format!("turns {}/{}  {:.0} turns/s   ", p.turns_done, p.turns_total, rate)
+        },
+        |progress| ctxgate::jobs::rebuild_with_progress(&global.db, &options, progress),
+    )?;
     if global.json {
         return output::print_json(&report);
     }

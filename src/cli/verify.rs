@@ -3,7 +3,6 @@
 use super::{Global, output};
 use serde::Serialize;
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 #[derive(Serialize)]
 struct VerifyDocument<'a> {
@@ -17,17 +16,12 @@ struct VerifyDocument<'a> {
 pub fn run(global: &Global) -> anyhow::Result<()> {
     let gatekeeper = global.open(None, None)?;
     // Progress on stderr when it is a terminal: verifying a long history takes minutes.
-    let show_progress = std::io::stderr().is_terminal();
-    let mut progress = |p: ctxgate::jobs::VerifyProgress| {
-        if show_progress {
-            eprint!("\r{:<50}", format!("verify: {} {}/{}", p.phase.name(), p.done, p.total));
-        }
-    };
-    let report = gatekeeper.verify_with_progress(&mut progress);
-    if show_progress {
-        eprintln!();
-    }
-    let report = report?;
+    let report = output::with_progress(
+        |p: ctxgate::jobs::VerifyProgress| {
+            format!("{:<50}", format!("verify: {} {}/{}", p.phase.name(), p.done, p.total))
+        },
+        |progress| gatekeeper.verify_with_progress(progress),
+    )?;
     if global.json {
         output::print_json(&VerifyDocument {
             index: global.db.display().to_string(),
