@@ -18,8 +18,11 @@ use crate::tokens::TokenEstimator;
 pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;
 
 /// DESIGN §3.2: the topic `A(T)` is the anchors of the current segment's latest turns, at most
-/// this many. A long segment drifts; its latest turns are what a follow-up refers to.
-pub const GATE_WINDOW_TURNS: u32 = 8;
+/// this many: the latest exchange and the one before. A follow-up refers to what was just said;
+/// older turns of a long segment (or of two topics a missed switch joined) share the everyday
+/// vocabulary of a conversation and hide a switch. Measured against 1, 3, 4, 8 and 16 turns
+/// in `docs/relevance.md`.
+pub const GATE_WINDOW_TURNS: u32 = 2;
 
 /// A session as the pipeline sees it: its id and stored record.
 pub struct SessionRef<'a> {
@@ -110,7 +113,18 @@ fn decide<S: Source>(
         _ => Vec::new(),
     };
     let weights: Vec<(u64, f64)> = weights.iter().copied().filter(|(hash, _)| filter.keeps(*hash)).collect();
-    Ok(gate::decide(text, &weights, |hash| window.iter().any(|turn| turn.contains(hash))))
+    gate::decide(
+        text,
+        &weights,
+        |hash| window.iter().any(|turn| turn.contains(hash)),
+        || previous_asks(view, session, as_of),
+    )
+}
+
+/// Whether the answer of turn `as_of - 1` ended by asking the user a question.
+fn previous_asks<S: Source>(view: &View<S>, session: Option<&SessionRef<'_>>, as_of: u32) -> Result<bool> {
+    let (Some(session), Some(previous)) = (session, as_of.checked_sub(1)) else { return Ok(false) };
+    Ok(view.turn_record(session.id, previous)?.is_some_and(|turn| gate::asks_question(&turn.assistant)))
 }
 
 /// One turn of the topic window `A(T)`: its anchor hashes, sorted.

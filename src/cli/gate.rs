@@ -1,6 +1,7 @@
 //! `ctxgate gate`: only the topic gate's decision.
 
 use super::{Global, output};
+use ctxgate::gate::describe_reference;
 use ctxgate::{GateDecision, Topic};
 use serde::Serialize;
 
@@ -43,7 +44,7 @@ pub fn describe(decision: &GateDecision) -> String {
     };
     let mut line = format!("{topic}  (overlap {:.2}, new {:.2}", decision.overlap, decision.new_ratio);
     if let Some(pattern) = decision.deictic {
-        line.push_str(&format!(", deictic {pattern}"));
+        line.push_str(&format!(", {}", describe_reference(pattern)));
     }
     line.push(')');
     line

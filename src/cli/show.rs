@@ -1,6 +1,7 @@
 //! `ctxgate show`: a session's turns in full, with their tool activity and gate decisions.
 
 use super::{Global, output};
+use ctxgate::gate::describe_reference;
 use ctxgate::{SessionInfo, StoredTurn, Topic};
 use serde::Serialize;
 use std::fmt::Write;
@@ -66,7 +67,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
             t.time.as_deref().map(|x| format!(" · {x}")).unwrap_or_default(),
             t.gate.overlap,
             t.gate.new_ratio,
-            t.gate.deictic.as_deref().map(|p| format!(", deictic {p}")).unwrap_or_default(),
+            t.gate.deictic.as_deref().map(|p| format!(", {}", describe_reference(p))).unwrap_or_default(),
             t.gate.segment_start
         );
         let _ = writeln!(out, "user:\n{}", t.user);

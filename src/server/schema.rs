@@ -98,7 +98,9 @@ struct Decision {
     overlap: f64,
     /// IDF share of the query's anchors not in the topic.
     new_ratio: f64,
-    /// The deictic pattern the query starts with, or null.
+    /// The deictic pattern the query starts with (also after a short acknowledgement), or
+    /// "reply to a question" when it answers the question the previous turn ended with; null
+    /// otherwise.
     deictic: Option<String>,
 }
 

@@ -3,7 +3,7 @@
 use crate::data::{Expected, Task};
 use crate::metrics::Confusion;
 use anyhow::{Context, Result};
-use ctxgate::gate::{NEW_RATIO_SWITCH, OVERLAP_CONTINUE, OVERLAP_SWITCH};
+use ctxgate::gate::{NEW_RATIO_SWITCH, OVERLAP_CONTINUE, OVERLAP_SWITCH, REPLY_TO_QUESTION};
 use ctxgate::{GateDecision, Gatekeeper, ImportOptions, Options, Topic};
 use serde::Serialize;
 use std::path::Path;
@@ -17,6 +17,8 @@ pub enum Branch {
     ContinueByOverlap,
     /// Not the above, and the query starts with a deictic pattern.
     ContinueByDeictic,
+    /// Would switch, but the query answers the question the previous turn ended with.
+    ContinueByReply,
     /// `overlap < OVERLAP_SWITCH` and `new_ratio > NEW_RATIO_SWITCH`, no deictic.
     Switch,
     /// Anything else: the middle ground continues.
@@ -25,13 +27,20 @@ pub enum Branch {
 
 impl Branch {
     /// Every branch, in the order they are tried.
-    pub const ALL: [Branch; 4] =
-        [Branch::ContinueByOverlap, Branch::ContinueByDeictic, Branch::Switch, Branch::ContinueMiddle];
+    pub const ALL: [Branch; 5] = [
+        Branch::ContinueByOverlap,
+        Branch::ContinueByDeictic,
+        Branch::ContinueByReply,
+        Branch::Switch,
+        Branch::ContinueMiddle,
+    ];
 
     /// The branch that fired for `decision`.
     pub fn of(decision: &GateDecision) -> Branch {
         if decision.overlap > OVERLAP_CONTINUE {
             Branch::ContinueByOverlap
+        } else if decision.deictic == Some(REPLY_TO_QUESTION) {
+            Branch::ContinueByReply
         } else if decision.deictic.is_some() {
             Branch::ContinueByDeictic
         } else if decision.overlap < OVERLAP_SWITCH && decision.new_ratio > NEW_RATIO_SWITCH {
@@ -51,6 +60,7 @@ impl Branch {
         match self {
             Branch::ContinueByOverlap => format!("continue: overlap > {OVERLAP_CONTINUE:.2}"),
             Branch::ContinueByDeictic => "continue: deictic".to_string(),
+            Branch::ContinueByReply => "continue: reply to a question".to_string(),
             Branch::Switch => format!("switch: overlap < {OVERLAP_SWITCH:.2}, new > {NEW_RATIO_SWITCH:.2}"),
             Branch::ContinueMiddle => "continue: middle ground".to_string(),
         }
@@ -152,6 +162,10 @@ mod tests {
         assert_eq!(
             Branch::of(&decision(Topic::Continue, 0.1, 0.9, Some("^这个"))),
             Branch::ContinueByDeictic
+        );
+        assert_eq!(
+            Branch::of(&decision(Topic::Continue, 0.1, 0.9, Some(REPLY_TO_QUESTION))),
+            Branch::ContinueByReply
         );
         assert_eq!(Branch::of(&decision(Topic::Switch, 0.1, 0.9, None)), Branch::Switch);
         assert_eq!(Branch::of(&decision(Topic::Continue, 0.3, 0.7, None)), Branch::ContinueMiddle);

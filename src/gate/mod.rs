@@ -3,6 +3,10 @@
 //! Pure: the caller supplies the query's weighted anchors and membership in the current topic
 //! segment's anchors `A(T)`.
 
+mod reference;
+
+pub use reference::{REPLY_TO_QUESTION, asks_question, deictic_pattern, describe as describe_reference};
+
 use crate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use crate::text::{is_cjk, is_word_char};
 use regex::Regex;
@@ -38,58 +42,45 @@ pub struct GateDecision {
     pub overlap: f64,
     /// IDF share of the query's anchors not in the topic.
     pub new_ratio: f64,
-    /// The deictic pattern the query starts with, if any.
+    /// The deictic pattern the query starts with (also after a short acknowledgement such as
+    /// `好的，`), if any; or [`REPLY_TO_QUESTION`] when the query would have switched but
+    /// answers the question the previous turn ended with.
     pub deictic: Option<&'static str>,
-}
-
-/// DESIGN §3.2: the hard-coded deictic patterns; a query starting with one continues the topic.
-/// `(pattern as reported, prefix, whether a word boundary must follow)`, matched on the
-/// lower-cased start of the query. Longer prefixes come first, so the most specific is reported.
-const DEICTIC_PATTERNS: &[(&str, &str, bool)] = &[
-    ("^然后呢", "然后呢", false),
-    ("^还有呢", "还有呢", false),
-    ("^这个", "这个", false),
-    ("^那个", "那个", false),
-    ("^继续", "继续", false),
-    ("^它", "它", false),
-    ("^这", "这", false),
-    ("^那", "那", false),
-    ("^(this|that|it)\\b", "this", true),
-    ("^(this|that|it)\\b", "that", true),
-    ("^(this|that|it)\\b", "it", true),
-    ("^continue", "continue", false),
-    ("^and then", "and then", false),
-    ("^what else", "what else", false),
-];
-
-/// The deictic pattern `query` starts with, as written in DESIGN §3.2.
-pub fn deictic_pattern(query: &str) -> Option<&'static str> {
-    let head: String = query.trim_start().chars().take(16).collect::<String>().to_lowercase();
-    DEICTIC_PATTERNS.iter().find_map(|&(name, prefix, needs_boundary)| {
-        let rest = head.strip_prefix(prefix)?;
-        (!needs_boundary || !rest.starts_with(is_word_char)).then_some(name)
-    })
 }
 
 /// Decides continue or switch for a query (DESIGN §3.2), in the specified branch order.
 /// `weights` are the query's anchors as `(hash, idf)`; `in_topic` says which are in `A(T)`.
 /// Sums run in the order given, so callers pass one canonical order (by hash).
-pub fn decide(query: &str, weights: &[(u64, f64)], in_topic: impl Fn(u64) -> bool) -> GateDecision {
+/// `previous_asks` says whether the turn before ended by asking a question
+/// ([`asks_question`]); it is called only when the query would otherwise switch.
+pub fn decide<E>(
+    query: &str,
+    weights: &[(u64, f64)],
+    in_topic: impl Fn(u64) -> bool,
+    previous_asks: impl FnOnce() -> Result<bool, E>,
+) -> Result<GateDecision, E> {
     let (shared, new): (f64, f64) = weights.iter().fold((0.0, 0.0), |(shared, new), &(hash, idf)| {
         if in_topic(hash) { (shared + idf, new) } else { (shared, new + idf) }
     });
     let total = shared + new;
     let (overlap, new_ratio) = if total > 0.0 { (shared / total, new / total) } else { (0.0, 0.0) };
-    let deictic = deictic_pattern(query);
+    let mut deictic = deictic_pattern(query);
     let topic = if overlap > OVERLAP_CONTINUE {
         Topic::Continue
     } else if overlap < OVERLAP_SWITCH && new_ratio > NEW_RATIO_SWITCH && deictic.is_none() {
-        Topic::Switch
+        if previous_asks()? {
+            // A reply refers to the question it answers as a deictic word refers to its
+            // antecedent: the deictic branch continues it.
+            deictic = Some(REPLY_TO_QUESTION);
+            Topic::Continue
+        } else {
+            Topic::Switch
+        }
     } else {
         // A deictic query that would otherwise switch continues; so does the middle ground.
         Topic::Continue
     };
-    GateDecision { topic, overlap, new_ratio, deictic }
+    Ok(GateDecision { topic, overlap, new_ratio, deictic })
 }
 
 static VERSION: LazyLock<Regex> =
@@ -242,7 +233,7 @@ mod tests {
         for (query, anchors, topic, expected, deictic) in rows {
             let weights: Vec<(u64, f64)> = anchors.iter().map(|(t, i)| (hash(t), *i)).collect();
             let topic: Vec<u64> = topic.iter().map(|t| hash(t)).collect();
-            let d = decide(query, &weights, |h| topic.contains(&h));
+            let d = decide(query, &weights, |h| topic.contains(&h), || Ok::<_, ()>(false)).unwrap();
             assert_eq!(d.topic, *expected, "gate for {query:?}: {d:?}");
             assert_eq!(d.deictic, *deictic, "deictic of {query:?}");
             if !anchors.is_empty() {
@@ -252,23 +243,27 @@ mod tests {
     }
 
     #[test]
-    fn deictic_patterns() {
-        let rows: &[(&str, Option<&str>)] = &[
-            ("这个锁怎么续期", Some("^这个")),
-            ("这样可以吗", Some("^这")),
-            ("然后呢", Some("^然后呢")),
-            ("  It fails again", Some("^(this|that|it)\\b")),
-            ("Its lock", None),
-            ("item list", None),
-            ("Continue please", Some("^continue")),
-            ("and then what", Some("^and then")),
-            ("What else is there", Some("^what else")),
-            ("What is redis", None),
-            ("那你帮我看看", Some("^那")),
-        ];
-        for (query, expected) in rows {
-            assert_eq!(deictic_pattern(query), *expected, "deictic of {query:?}");
-        }
+    fn a_reply_to_a_question_continues_only_where_it_would_switch() {
+        let weights = [(hash("friday"), 2.0), (hash("people"), 2.0)];
+        let asked = |asks: bool| move || Ok::<_, ()>(asks);
+        let d = decide("for 5 people on friday", &weights, |_| false, asked(true)).unwrap();
+        assert_eq!((d.topic, d.deictic), (Topic::Continue, Some(REPLY_TO_QUESTION)));
+        let d = decide("for 5 people on friday", &weights, |_| false, asked(false)).unwrap();
+        assert_eq!((d.topic, d.deictic), (Topic::Switch, None));
+        // a deictic pattern is reported first; the previous turn is not even read
+        let d = decide(
+            "it is for friday",
+            &weights,
+            |_| false,
+            || -> Result<bool, ()> { panic!("the deictic branch needs no reply check") },
+        )
+        .unwrap();
+        assert_eq!(d.deictic, Some("^(this|that|it)\\b"));
+        // an overlapping query continues without being a reply
+        let d = decide("people", &weights, |h| h == hash("people"), asked(true)).unwrap();
+        assert_eq!((d.topic, d.deictic), (Topic::Continue, None));
+        // errors reading the previous turn reach the caller
+        assert_eq!(decide("x", &weights, |_| false, || Err::<bool, _>("unreadable")), Err("unreadable"));
     }
 
     #[test]
