@@ -4,7 +4,10 @@
 //! score(b, q) = 1.5·lex(u_b, q) + 0.7·lex(a_b, q) + 1.0·exact(b, q) + 0.2·recency(b)
 //! ```
 //! `lex` is BM25 (k1 = 1.2, b = 0.75) of one side, divided by its upper bound
-//! `Σ idf(t)·(k1 + 1)` over the query's anchors so it lies in [0, 1]. Only blocks in some
+//! `Σ idf(t)·(k1 + 1)` over the query's anchors that the history holds, so it lies in [0, 1].
+//! An anchor no turn has cannot be matched; counting it in the bound would shrink every turn's
+//! `lex` toward the recency bonus and bury the one turn that has what was asked (DESIGN §3.4,
+//! measured in `docs/relevance.md`). Only blocks in some
 //! query anchor's postings are scored: the input is the postings of the query's anchors, never
 //! the history. Each anchor's postings are scored on the rayon pool; the per-block sums are
 //! then added in anchor order, so the result does not depend on the number of threads.
@@ -64,14 +67,20 @@ const SCORE_BLOCK_TURNS: u32 = 4096;
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
 ///
 /// Only the anchors in `scored` count (framing words are left out): the upper bound that
-/// normalizes `lex` sums their IDF, and `exact` means the block has all of them.
+/// normalizes `lex` sums the IDF of those the history holds (a non-empty list), and `exact`
+/// means the block has all of them.
 pub fn score(
     query: &QueryAnchors,
     postings: &[Vec<Posting>],
     scored: u64,
     context: &RecallContext,
 ) -> Vec<Candidate> {
-    let upper_bound: f64 = query.idf_of(scored) * (BM25_K1 + 1.0);
+    let held = postings
+        .iter()
+        .enumerate()
+        .filter(|(_, list)| !list.is_empty())
+        .fold(0u64, |mask, (i, _)| mask | 1 << i);
+    let upper_bound: f64 = query.idf_of(scored & held) * (BM25_K1 + 1.0);
     let Some(last_turn) = postings.iter().filter_map(|list| list.last()).map(|p| p.turn).max() else {
         return Vec::new();
     };
@@ -209,6 +218,21 @@ mod tests {
         assert_eq!((got[1].turn, got[1].matched), (2, 0b10));
         assert!((got[0].score - turn9).abs() < 1e-12, "{} vs {turn9}", got[0].score);
         assert!((got[1].score - turn2).abs() < 1e-12, "{} vs {turn2}", got[1].score);
+    }
+
+    #[test]
+    fn anchors_the_history_lacks_do_not_shrink_lex() {
+        let q = query(&[("redis", 1), ("lock", 3)], 10);
+        let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 10 };
+        // "redis" (anchor 0) is in no turn; turn 2 has "lock" on the user side.
+        let postings = vec![vec![], vec![posting(2, 1, 0)]];
+        let got: Vec<Candidate> = Ranking::new(score(&q, &postings, q.full_mask(), &context)).collect();
+        let idf_lock = q.anchors()[1].idf;
+        let lex_user = idf_lock * 2.2 / (1.0 + 1.2) / (idf_lock * 2.2);
+        let expected = 1.5 * lex_user + 0.2 * recency(2, 10);
+        assert_eq!(got.len(), 1);
+        assert!((got[0].score - expected).abs() < 1e-12, "{} vs {expected}", got[0].score);
+        assert_eq!(got[0].matched, 0b10, "not exact: the query's other anchor is missing");
     }
 
     #[test]

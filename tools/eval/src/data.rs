@@ -61,6 +61,44 @@ impl Conversations {
         self.sessions.values().map(Vec::len).sum()
     }
 
+    /// Every session chained into one, in name order, and the tasks moved along: the long
+    /// history of a person who keeps one session for everything. A task's history is then
+    /// everything before it.
+    pub fn chained(&self, tasks: &[Task], name: &str) -> (Conversations, Vec<Task>) {
+        let mut names: Vec<&String> = self.sessions.keys().collect();
+        names.sort();
+        let mut offsets = HashMap::new();
+        let mut turns = Vec::with_capacity(self.turn_count());
+        for session in names {
+            offsets.insert(session.clone(), turns.len() as u32);
+            turns.extend(self.sessions[session].iter().cloned());
+        }
+        let tasks = tasks
+            .iter()
+            .map(|t| Task {
+                session: name.to_string(),
+                upto_turn: offsets[&t.session] + t.upto_turn,
+                ..t.clone()
+            })
+            .collect();
+        (Conversations { sessions: HashMap::from([(name.to_string(), turns)]) }, tasks)
+    }
+
+    /// Writes the turns as canonical JSONL (`ctxgate import`'s input), sessions in name order.
+    pub fn write_jsonl(&self, path: &Path) -> Result<()> {
+        let mut names: Vec<&String> = self.sessions.keys().collect();
+        names.sort();
+        let mut out = String::new();
+        for session in names {
+            for (turn, t) in self.sessions[session].iter().enumerate() {
+                let line = serde_json::json!({"session": session, "turn": turn, "user": t.user, "assistant": t.assistant});
+                out.push_str(&line.to_string());
+                out.push('\n');
+            }
+        }
+        std::fs::write(path, out).with_context(|| format!("cannot write {}", path.display()))
+    }
+
     /// Turn `turn` of `session`, if there is one.
     pub fn turn(&self, session: &str, turn: u32) -> Option<&Turn> {
         self.sessions.get(session)?.get(turn as usize)

@@ -7,7 +7,7 @@
 //! never copied.
 //!
 //! ```text
-//! cargo run --release -p eval -- --dev-dir ../shared/eval-dev
+//! cargo run --release -p eval -- --dev-dir ../shared/eval-dev [--selection]
 //! cargo run --release -p eval -- --conversations c.jsonl --tasks t.jsonl --name crosswoz --json
 //! ```
 
@@ -15,10 +15,12 @@ mod baseline;
 mod data;
 mod metrics;
 mod report;
+mod selection;
 mod topic_gate;
 
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Parser};
+use ctxgate::{Gatekeeper, ImportOptions, Options};
 use data::{Conversations, Task};
 use metrics::Confusion;
 use report::{MethodResult, Report, SetResult};
@@ -45,6 +47,10 @@ struct Args {
     /// crosswoz, multiwoz, kdconv-spliced, multiwoz-spliced.
     #[arg(long)]
     dev_dir: Option<PathBuf>,
+    /// Also measure selection: evidence recall, tokens and (spliced sets) context taken
+    /// from other dialogues, for `minimal` and `fill` beside the latest turns.
+    #[arg(long)]
+    selection: bool,
     /// Print the results as one JSON document.
     #[arg(long)]
     json: bool,
@@ -79,7 +85,7 @@ fn main() -> Result<()> {
     let mut results = Vec::new();
     for set in &sets {
         eprintln!("eval: {} ...", set.name);
-        results.push(evaluate(set).with_context(|| format!("set {}", set.name))?);
+        results.push(evaluate(set, args.selection).with_context(|| format!("set {}", set.name))?);
     }
     let report = Report { sets: results, total_seconds: started.elapsed().as_secs_f64() };
     if args.json {
@@ -94,7 +100,7 @@ fn stem(path: &Path) -> String {
     path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned())
 }
 
-fn evaluate(set: &SetPaths) -> Result<SetResult> {
+fn evaluate(set: &SetPaths, with_selection: bool) -> Result<SetResult> {
     let conversations = Conversations::read(&set.conversations)?;
     let tasks = Task::read_all(&set.tasks, &conversations)?;
     let mismatched = tasks
@@ -108,7 +114,9 @@ fn evaluate(set: &SetPaths) -> Result<SetResult> {
         );
     }
 
-    let gate = topic_gate::run(&set.conversations, &tasks)?;
+    let dir = tempfile::tempdir().context("cannot create a temporary directory for the index")?;
+    let gatekeeper = Gatekeeper::open(dir.path().join("eval.redb"), Options::default())?;
+    let gate = topic_gate::run(&gatekeeper, &set.conversations, &tasks)?;
     if gate.imported_turns != conversations.turn_count() as u64 {
         eprintln!(
             "eval: {}: imported {} turns but the file has {}",
@@ -136,6 +144,15 @@ fn evaluate(set: &SetPaths) -> Result<SetResult> {
             summary: overlap.summary(),
         },
     ];
+    // A spliced set chains dialogues: its switches are where the next one starts.
+    let spliced = set.name.ends_with("spliced");
+    let selection = if with_selection {
+        Some(selection::run(&gatekeeper, &conversations, &tasks, spliced)?)
+    } else {
+        None
+    };
+    let long_selection =
+        if with_selection { Some(long_history_selection(&conversations, &tasks)?) } else { None };
     Ok(SetResult {
         name: set.name.clone(),
         conversations: set.conversations.clone(),
@@ -149,5 +166,21 @@ fn evaluate(set: &SetPaths) -> Result<SetResult> {
         import_seconds: gate.import_seconds,
         gate_seconds: gate.gate_seconds,
         baseline_seconds,
+        selection,
+        long_selection,
     })
+}
+
+/// Selection with every session of the set chained into one long history (in a second,
+/// fresh index), where recall must rank the turns about what was asked among thousands.
+fn long_history_selection(conversations: &Conversations, tasks: &[Task]) -> Result<selection::SelectionRun> {
+    let (chained, tasks) = conversations.chained(tasks, "long");
+    let dir = tempfile::tempdir().context("cannot create a temporary directory for the index")?;
+    let path = dir.path().join("long.jsonl");
+    chained.write_jsonl(&path)?;
+    let gatekeeper = Gatekeeper::open(dir.path().join("long.redb"), Options::default())?;
+    gatekeeper
+        .import(&[path.clone()], &ImportOptions::default())
+        .with_context(|| format!("cannot import {}", path.display()))?;
+    selection::run(&gatekeeper, &chained, &tasks, false)
 }

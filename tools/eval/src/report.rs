@@ -1,6 +1,7 @@
 //! Results as tables for a reader or as one JSON document.
 
 use crate::metrics::Summary;
+use crate::selection::{Evidence, SelectionRun};
 use crate::topic_gate::BranchStats;
 use serde::Serialize;
 use std::fmt::Write;
@@ -46,6 +47,12 @@ pub struct SetResult {
     pub gate_seconds: f64,
     /// Seconds scoring and sweeping the baselines.
     pub baseline_seconds: f64,
+    /// Selection figures, with `--selection`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionRun>,
+    /// Selection figures with all sessions chained into one, with `--selection`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_selection: Option<SelectionRun>,
 }
 
 /// The whole run.
@@ -122,6 +129,12 @@ impl Report {
                     set.branch_mismatches
                 );
             }
+            if let Some(selection) = &set.selection {
+                write_selection(&mut out, "selection", selection);
+            }
+            if let Some(selection) = &set.long_selection {
+                write_selection(&mut out, "selection, all sessions chained into one", selection);
+            }
             let _ = writeln!(out);
         }
         if self.sets.len() > 1 {
@@ -143,5 +156,30 @@ impl Report {
         }
         let _ = writeln!(out, "total time {:.2} s", self.total_seconds);
         out
+    }
+}
+
+fn write_selection(out: &mut String, title: &str, run: &SelectionRun) {
+    let _ = writeln!(out, "{title} ({} tasks; {:.2} s):", run.tasks, run.seconds);
+    let _ = writeln!(
+        out,
+        "  {:<9} {:<15} {:>6} {:>9} {:>13} {:>8} {:>8} {:>9}",
+        "evidence", "method", "budget", "recall", "any evidence", "tokens", "tasks", "other dlg"
+    );
+    for (i, kind) in Evidence::ALL.iter().enumerate() {
+        for r in run.results.iter().filter(|r| r.evidence == *kind) {
+            let _ = writeln!(
+                out,
+                "  {:<9} {:<15} {:>6} {:>9} {:>13} {:>8.0} {:>8} {:>9}",
+                kind.label(),
+                r.method.label(),
+                r.budget,
+                figure(Some(r.evidence_recall)),
+                figure(Some(r.any_evidence)),
+                r.tokens,
+                run.tasks_with_evidence[i],
+                figure(r.other_dialogue_share)
+            );
+        }
     }
 }

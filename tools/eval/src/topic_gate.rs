@@ -4,7 +4,7 @@ use crate::data::{Expected, Task};
 use crate::metrics::Confusion;
 use anyhow::{Context, Result};
 use ctxgate::gate::{NEW_RATIO_SWITCH, OVERLAP_CONTINUE, OVERLAP_SWITCH, REPLY_TO_QUESTION};
-use ctxgate::{GateDecision, Gatekeeper, ImportOptions, Options, Topic};
+use ctxgate::{GateDecision, Gatekeeper, ImportOptions, Topic};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;
@@ -98,10 +98,8 @@ pub struct GateRun {
     pub gate_seconds: f64,
 }
 
-/// Imports `conversations` into a fresh index in a temporary directory and answers `tasks`.
-pub fn run(conversations: &Path, tasks: &[Task]) -> Result<GateRun> {
-    let dir = tempfile::tempdir().context("cannot create a temporary directory for the index")?;
-    let gatekeeper = Gatekeeper::open(dir.path().join("eval.redb"), Options::default())?;
+/// Imports `conversations` into `gatekeeper` (a fresh index) and answers `tasks`.
+pub fn run(gatekeeper: &Gatekeeper, conversations: &Path, tasks: &[Task]) -> Result<GateRun> {
     let started = Instant::now();
     let report = gatekeeper
         .import(&[conversations.to_path_buf()], &ImportOptions::default())
