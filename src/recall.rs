@@ -31,8 +31,11 @@ pub const WEIGHT_EXACT: f64 = 1.0;
 /// DESIGN §3.7: weight of recency.
 pub const WEIGHT_RECENCY: f64 = 0.2;
 /// DESIGN §3.4: the recency window, in turns. A turn this many turns old or older gets no
-/// recency bonus; the latest turn gets all of it. 50 turns is about one working session.
-pub const RECENCY_WINDOW_TURNS: u32 = 50;
+/// recency bonus; the latest turn gets all of it. The bonus should lift the stretch of
+/// conversation a follow-up continues, not rank a whole working session: over long real
+/// histories 20 turns found more of the turns a question names than 50 or 200, and no fewer
+/// than 5 or 10 (`docs/relevance.md`).
+pub const RECENCY_WINDOW_TURNS: u32 = 20;
 
 /// Corpus figures recall needs.
 #[derive(Debug, Clone, Copy)]
@@ -211,8 +214,8 @@ mod tests {
         // len == avg, so the length factor is 1: tf·2.2 / (tf + 1.2).
         let side = |idf: f64, tf: f64| idf * tf * 2.2 / (tf + 1.2);
         let turn9 =
-            1.5 * (side(idf_redis, 1.0) + side(idf_lock, 1.0)) / bound + 1.0 + 0.2 * (1.0 - 1.0 / 50.0);
-        let turn2 = 0.7 * side(idf_lock, 2.0) / bound + 0.2 * (1.0 - 8.0 / 50.0);
+            1.5 * (side(idf_redis, 1.0) + side(idf_lock, 1.0)) / bound + 1.0 + 0.2 * (1.0 - 1.0 / 20.0);
+        let turn2 = 0.7 * side(idf_lock, 2.0) / bound + 0.2 * (1.0 - 8.0 / 20.0);
         assert_eq!(got.len(), 2);
         assert_eq!((got[0].turn, got[0].matched), (9, 0b11));
         assert_eq!((got[1].turn, got[1].matched), (2, 0b10));
@@ -265,9 +268,10 @@ mod tests {
         assert!(bm25(2.0, 3, 5, 5.0) > bm25(2.0, 1, 5, 5.0), "more occurrences score more");
         assert!(bm25(2.0, 1, 2, 5.0) > bm25(2.0, 1, 20, 5.0), "shorter sides score more");
         assert!(bm25(2.0, 1000, 0, 5.0) < 2.0 * 2.2, "bounded by idf·(k1+1)");
+        let window = RECENCY_WINDOW_TURNS;
         assert_eq!(recency(10, 10), 1.0);
-        assert_eq!(recency(0, 50), 0.0);
-        assert_eq!(recency(0, 80), 0.0);
-        assert!((recency(40, 50) - 0.8).abs() < 1e-12);
+        assert_eq!(recency(0, window), 0.0);
+        assert_eq!(recency(0, window + 30), 0.0);
+        assert!((recency(50 + window / 5, 50 + window) - 0.2).abs() < 1e-12);
     }
 }
