@@ -5,7 +5,9 @@
 
 mod reference;
 
-pub use reference::{REPLY_TO_QUESTION, asks_question, deictic_pattern, describe as describe_reference};
+pub use reference::{
+    CJK_PRONOUN, REPLY_TO_QUESTION, asks_question, deictic_pattern, describe as describe_reference,
+};
 
 use crate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use crate::text::{is_cjk, is_word_char};

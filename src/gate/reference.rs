@@ -35,6 +35,13 @@ const DEICTIC_PATTERNS: &[(&str, &str, bool)] = &[
 /// previous turn ended with (in the place of a deictic pattern).
 pub const REPLY_TO_QUESTION: &str = "reply to a question";
 
+/// How a decision reports a Chinese third-person pronoun found past the query's start.
+pub const CJK_PRONOUN: &str = "它|他|她";
+
+/// Characters that make a following `他`/`它` part of another word: `其他`, `其它` (other),
+/// `吉他` (guitar).
+const NOT_PRONOUN_AFTER: &[char] = &['其', '吉'];
+
 /// A leading clause of at most this many words (and [`ACKNOWLEDGEMENT_MAX_CJK`] CJK
 /// characters) is an acknowledgement (`好的，`, `嗯，`, `Yes please,`): a deictic word right
 /// after it starts what the query says, as if it came first.
@@ -64,14 +71,29 @@ const CLOSERS: &[char] = &['"', '\'', ')', ']', '”', '’', '）', '」', '』
 /// The deictic pattern `query` starts with, as written in DESIGN §3.2, also after a leading
 /// acknowledgement (`好的，这个酒店的电话是多少？`, `Sure, it can wait`). A deictic word later
 /// in the query usually points at what the query itself just said (`I need a train. It should
-/// leave at 9`), so only the start counts.
+/// leave at 9`), so only the start counts, with one exception: a Chinese third-person pronoun
+/// anywhere ([`CJK_PRONOUN`], `请把它的电话给我`). Chinese has no expletive pronoun (English
+/// `it is late`) and usually drops the subject of a new request, so `它`, `他`, `她` nearly
+/// always stand for someone or something said before.
 pub fn deictic_pattern(query: &str) -> Option<&'static str> {
     let query = query.trim_start();
-    pattern_at(query).or_else(|| {
-        let end = query.find(is_clause_end)?;
-        let (first, rest) = query.split_at(end);
-        let rest = rest.trim_start_matches(|c: char| is_clause_end(c) || c.is_whitespace());
-        if is_acknowledgement(first) { pattern_at(rest) } else { None }
+    pattern_at(query)
+        .or_else(|| {
+            let end = query.find(is_clause_end)?;
+            let (first, rest) = query.split_at(end);
+            let rest = rest.trim_start_matches(|c: char| is_clause_end(c) || c.is_whitespace());
+            if is_acknowledgement(first) { pattern_at(rest) } else { None }
+        })
+        .or_else(|| has_cjk_pronoun(query).then_some(CJK_PRONOUN))
+}
+
+fn has_cjk_pronoun(text: &str) -> bool {
+    let mut previous = None;
+    text.chars().any(|c| {
+        let pronoun =
+            matches!(c, '它' | '他' | '她') && !previous.is_some_and(|p| NOT_PRONOUN_AFTER.contains(&p));
+        previous = Some(c);
+        pronoun
     })
 }
 
@@ -160,6 +182,19 @@ mod tests {
         assert_eq!(deictic_pattern("I also need a train. It should leave at 9"), None);
         // only the clause right after the acknowledgement
         assert_eq!(deictic_pattern("好的，谢谢，这个呢"), None);
+    }
+
+    #[test]
+    fn chinese_pronouns_count_anywhere() {
+        assert_eq!(deictic_pattern("好的，麻烦你告诉我一下它家电话"), Some(CJK_PRONOUN));
+        assert_eq!(deictic_pattern("演员表演的也很精彩，你知道她的学历吗？"), Some(CJK_PRONOUN));
+        // a pattern at the start is reported first
+        assert_eq!(deictic_pattern("他的学历呢"), Some("^他"));
+        // 其他, 其它 (other) and 吉他 (guitar) are not pronouns
+        assert_eq!(deictic_pattern("有没有其他的景点？"), None);
+        assert_eq!(deictic_pattern("推荐一首吉他曲"), None);
+        // English pronouns past the start do not count
+        assert_eq!(deictic_pattern("I need a train. It should leave at 9"), None);
     }
 
     #[test]
