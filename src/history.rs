@@ -33,7 +33,7 @@ pub struct RecordedGate {
     pub overlap: f32,
     /// New-anchor ratio.
     pub new_ratio: f32,
-    /// Deictic pattern matched, if any.
+    /// Deictic pattern matched, or `reply to a question`, if any.
     pub deictic: Option<String>,
     /// First turn of the topic segment the turn belongs to.
     pub segment_start: u32,

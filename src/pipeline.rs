@@ -20,7 +20,7 @@ pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;
 /// DESIGN §3.2: the topic `A(T)` is the anchors of the current segment's latest turns, at most
 /// this many: the latest exchange and the one before. A follow-up refers to what was just said;
 /// older turns of a long segment (or of two topics a missed switch joined) share the everyday
-/// vocabulary of a conversation and hide a switch. Measured against 1, 3, 4, 8 and 16 turns
+/// vocabulary of a conversation and hide a switch. Measured against 1, 3, 4 and 8 turns
 /// in `docs/relevance.md`.
 pub const GATE_WINDOW_TURNS: u32 = 2;
 
@@ -144,19 +144,22 @@ impl WindowTurn<'_> {
     }
 }
 
+/// The first turn of the topic segment that turn `as_of - 1` belongs to (0 for `as_of` 0).
+fn segment_start<S: Source>(view: &View<S>, session: &SessionRef<'_>, as_of: u32) -> Result<u32> {
+    Ok(match as_of.checked_sub(1) {
+        None => 0,
+        Some(_) if as_of == session.record.turn_count => session.record.segment_start,
+        Some(last) => view.turn_record(session.id, last)?.map_or(0, |t| t.segment_start),
+    })
+}
+
 /// `A(T)` as of `as_of`: the segment's latest [`GATE_WINDOW_TURNS`] turns.
 fn topic_window<'v, S: Source>(
     view: &'v View<S>,
     session: &SessionRef<'_>,
     as_of: u32,
 ) -> Result<Vec<WindowTurn<'v>>> {
-    let last = as_of - 1;
-    let segment_start = if as_of == session.record.turn_count {
-        session.record.segment_start
-    } else {
-        view.turn_record(session.id, last)?.map_or(0, |t| t.segment_start)
-    };
-    let start = segment_start.max(as_of.saturating_sub(GATE_WINDOW_TURNS));
+    let start = segment_start(view, session, as_of)?.max(as_of.saturating_sub(GATE_WINDOW_TURNS));
     let mut window = Vec::new();
     for turn in start..as_of {
         if let Some(forward) = view.pending().get(session.id, turn) {
@@ -172,6 +175,19 @@ fn topic_window<'v, S: Source>(
         }
     }
     Ok(window)
+}
+
+/// On a continue the query belongs with the current topic segment: a turn from before it
+/// covers, in the greedy, only the query anchors no turn of the segment has. Otherwise a cheaper
+/// turn of another conversation that repeats a name or a domain word (`hotel`, `导演`) wins over
+/// the segment's own turn, which is how selections drew most of their context from other
+/// dialogues in long real histories (`docs/relevance.md`). Such turns still answer what the
+/// segment lacks, and `fill` may still spend the budget on them.
+fn topic_first(offers: &mut [Offer], segment_start: u32) {
+    let segment_has = offers.iter().filter(|o| o.turn >= segment_start).fold(0, |mask, o| mask | o.matched);
+    for offer in offers.iter_mut().filter(|o| o.turn < segment_start) {
+        offer.covers = offer.matched & !segment_has;
+    }
 }
 
 /// What [`select`] returns before it is shaped for callers.
@@ -292,8 +308,12 @@ pub fn select<S: Source>(
             turn: candidate.turn,
             tokens: tokens + params.block_overhead,
             matched: block.matched,
+            covers: block.matched,
         });
         pruned.push((candidate, block, tokens));
+    }
+    if !switch {
+        topic_first(&mut offers, segment_start(view, session, params.as_of)?);
     }
 
     // Evidence projections compete in the same greedy: a projection is a block whose cost is
@@ -313,6 +333,7 @@ pub fn select<S: Source>(
             turn: u32::MAX,
             tokens: tokens.saturating_add(params.evidence_overhead),
             matched: candidate.matched,
+            covers: candidate.matched,
         });
     }
 
@@ -457,4 +478,23 @@ pub fn forward_record(user: &[HashedAnchor], assistant: &[HashedAnchor]) -> Forw
     }
     let total = |side: &[HashedAnchor]| side.iter().map(|a| a.tf).sum();
     ForwardRecord { len_user: total(user), len_assistant: total(assistant), entries }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn older_turns_cover_only_what_the_segment_lacks() {
+        let offer = |turn, matched| Offer { turn, tokens: 10, matched, covers: matched };
+        let mut offers = [offer(3, 0b011), offer(12, 0b001), offer(15, 0b100), offer(4, 0b1000)];
+        topic_first(&mut offers, 10);
+        let covers: Vec<u64> = offers.iter().map(|o| o.covers).collect();
+        assert_eq!(covers, [0b010, 0b001, 0b100, 0b1000]);
+        assert!(offers.iter().zip([0b011, 0b001, 0b100, 0b1000]).all(|(o, m)| o.matched == m));
+        // a segment starting at turn 0 holds every turn
+        let mut all = [offer(3, 0b011), offer(12, 0b001)];
+        topic_first(&mut all, 0);
+        assert_eq!(all.map(|o| o.covers), [0b011, 0b001]);
+    }
 }

@@ -35,6 +35,10 @@ pub struct Offer {
     pub tokens: u32,
     /// Query anchors the pruned block contains.
     pub matched: u64,
+    /// Of those, the ones the greedy may count for it: all of them, except for a turn from
+    /// before the current topic segment on a continue, which covers only what the segment's
+    /// turns do not (`pipeline::select`).
+    pub covers: u64,
 }
 
 /// One taken block: its index in the offers and the anchors it newly covered.
@@ -59,7 +63,7 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
             if taken[i] || used.saturating_add(offer.tokens) > budget {
                 continue;
             }
-            let gained = query.idf_of(offer.matched & focus & !covered);
+            let gained = query.idf_of(offer.covers & focus & !covered);
             if gained <= 0.0 {
                 continue;
             }
@@ -75,8 +79,8 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
         let Some((_, i)) = best else { break };
         taken[i] = true;
         used += offers[i].tokens;
-        picks.push(Pick { offer: i, newly_covered: offers[i].matched & !covered });
-        covered |= offers[i].matched;
+        picks.push(Pick { offer: i, newly_covered: offers[i].covers & !covered });
+        covered |= offers[i].covers;
     }
     if policy == Policy::Fill {
         for (i, offer) in offers.iter().enumerate() {
@@ -117,7 +121,7 @@ mod tests {
     }
 
     fn offer(turn: u32, tokens: u32, matched: u64) -> Offer {
-        Offer { turn, tokens, matched }
+        Offer { turn, tokens, matched, covers: matched }
     }
 
     fn turns(offers: &[Offer], picks: &[Pick]) -> Vec<u32> {
@@ -204,5 +208,21 @@ mod tests {
         let offers = [offer(1, 10, 0b0010), offer(2, 10, 0b0001), offer(3, 10, 0b0100)];
         let picks = choose(&q, &offers, 100, Policy::Minimal, 0b0101);
         assert_eq!(turns(&offers, &picks), [2, 3]);
+    }
+
+    #[test]
+    fn the_greedy_counts_only_what_an_offer_covers() {
+        let q = query();
+        // Turn 1 is cheaper and has both anchors, but may cover only `bbbb`; turn 5 covers `aaaa`.
+        let restricted = Offer { covers: 0b10, ..offer(1, 10, 0b11) };
+        let offers = [restricted, offer(5, 40, 0b01)];
+        let picks = choose(&q, &offers, 1000, Policy::Minimal, 0b11);
+        let taken: Vec<(usize, u64)> = picks.iter().map(|p| (p.offer, p.newly_covered)).collect();
+        assert!(taken.contains(&(1, 0b01)), "aaaa comes from the offer that may cover it: {taken:?}");
+        assert!(taken.contains(&(0, 0b10)), "{taken:?}");
+        // `fill` still offers what a block contains
+        let alone = [Offer { covers: 0, ..offer(1, 10, 0b11) }];
+        assert!(choose(&q, &alone, 1000, Policy::Minimal, 0b11).is_empty());
+        assert_eq!(choose(&q, &alone, 1000, Policy::Fill, 0b11).len(), 1);
     }
 }

@@ -219,3 +219,54 @@ fn the_recorded_gate_decision_is_what_gate_said_before_the_add() -> TestResult {
     assert!(switches > 1 && switches < 180, "the conversation must exercise both decisions: {switches}");
     Ok(())
 }
+
+#[test]
+fn a_reply_to_a_question_continues_alike_when_added_imported_and_replayed() -> TestResult {
+    use ctxgate::gate::REPLY_TO_QUESTION;
+    use ctxgate::{ImportOptions, Topic};
+    // Turn 1 answers turn 0's question with none of its words; turn 2 opens a new topic after
+    // an open offer ("anything else?"), which ties nothing.
+    let conversation = [
+        (
+            "I need a hotel in the north with free parking",
+            "The Acorn Guest House fits. Would you like me to book a room?",
+        ),
+        (
+            "Yes please, for 5 people and 4 nights starting Friday",
+            "Booked, reference 7GAWK763. Is there anything else I can help you with?",
+        ),
+        ("I also need a train to Cambridge on Monday", "TR1234 leaves at 9:15 and arrives at 10:05."),
+    ];
+    let expected = [(Topic::Continue, Some(REPLY_TO_QUESTION)), (Topic::Switch, None)];
+
+    let dir = tempfile::tempdir()?;
+    let added = Gatekeeper::open(dir.path().join("added.redb"), Options::default())?;
+    let session = added.session("trip")?;
+    for (i, (user, assistant)) in conversation.iter().enumerate() {
+        let asked = (i > 0).then(|| session.gate(user, None)).transpose()?;
+        let id = session.add_turn(user, assistant)?;
+        let Some(asked) = asked else { continue };
+        assert_eq!((asked.topic, asked.deictic), expected[i - 1], "turn {i}: {user:?}");
+        let recorded = session.turn(id)?.ok_or("stored turn")?.gate;
+        assert_eq!((recorded.topic, recorded.deictic.as_deref()), expected[i - 1], "stored turn {i}");
+        let replayed = session.gate(user, Some(id))?;
+        assert_eq!((replayed.topic, replayed.deictic), expected[i - 1], "replayed turn {i}");
+    }
+
+    // The bulk import decides each turn inside its own write transaction: the same answers.
+    let log = dir.path().join("trip.jsonl");
+    let lines: Vec<String> = conversation
+        .iter()
+        .map(|(user, assistant)| {
+            serde_json::json!({"session": "trip", "user": user, "assistant": assistant}).to_string()
+        })
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n")?;
+    let imported = Gatekeeper::open(dir.path().join("imported.redb"), Options::default())?;
+    imported.import(&[log], &ImportOptions::default())?;
+    for id in 1..3u32 {
+        let gate = imported.session("trip")?.turn(id)?.ok_or("imported turn")?.gate;
+        assert_eq!((gate.topic, gate.deictic.as_deref()), expected[id as usize - 1], "imported turn {id}");
+    }
+    Ok(())
+}

@@ -1,7 +1,8 @@
 //! The topic gate (DESIGN §3.2) and the content-word filter applied on a switch (§3.3).
 //!
-//! Pure: the caller supplies the query's weighted anchors and membership in the current topic
-//! segment's anchors `A(T)`.
+//! No storage here: the caller supplies the query's weighted anchors, membership in the current
+//! topic segment's anchors `A(T)`, and (read only when needed) whether the previous answer asked
+//! a question.
 
 mod reference;
 

@@ -42,9 +42,11 @@ pub const CJK_PRONOUN: &str = "它|他|她";
 /// `吉他` (guitar).
 const NOT_PRONOUN_AFTER: &[char] = &['其', '吉'];
 
-/// A leading clause of at most this many words (and [`ACKNOWLEDGEMENT_MAX_CJK`] CJK
-/// characters) is an acknowledgement (`好的，`, `嗯，`, `Yes please,`): a deictic word right
-/// after it starts what the query says, as if it came first.
+/// A short leading clause, of at most this many words (and [`ACKNOWLEDGEMENT_MAX_CJK`] CJK
+/// characters) with a letter in it, is taken for an acknowledgement (`好的，`, `嗯，`,
+/// `Yes please,`): a deictic word right after it starts what the query says, as if it came
+/// first. Length is the whole test; a short clause that says something (`Redis cluster,
+/// this is slow`) passes too.
 const ACKNOWLEDGEMENT_MAX_WORDS: usize = 2;
 /// See [`ACKNOWLEDGEMENT_MAX_WORDS`].
 const ACKNOWLEDGEMENT_MAX_CJK: usize = 4;
@@ -65,8 +67,9 @@ const OPEN_OFFERS: &[&str] = &[
     "还有什么",
 ];
 
-/// Closing characters that may follow a question mark at the end of an answer.
-const CLOSERS: &[char] = &['"', '\'', ')', ']', '”', '’', '）', '」', '』', '》', '*', '`'];
+/// Closing characters that may follow a question mark at the end of an answer (not a code
+/// fence: an answer ending in code asks nothing).
+const CLOSERS: &[char] = &['"', '\'', ')', ']', '”', '’', '）', '」', '』', '》', '*'];
 
 /// The deictic pattern `query` starts with, as written in DESIGN §3.2, also after a leading
 /// acknowledgement (`好的，这个酒店的电话是多少？`, `Sure, it can wait`). A deictic word later
@@ -97,7 +100,7 @@ fn has_cjk_pronoun(text: &str) -> bool {
     })
 }
 
-/// True if `answer` ends by asking the user about the topic: its last clause ends with a
+/// True if `answer` ends by asking the user about the topic: its last sentence ends with a
 /// question mark and is not an open offer. The next user message answers it, so it continues
 /// the topic whatever words it uses (`Yes, for 5 people on Friday` after `Would you like me to
 /// book it?`, `2004年06月25日。` after `是哪年上映的呀？`).
@@ -105,7 +108,7 @@ pub fn asks_question(answer: &str) -> bool {
     let end = answer.trim_end_matches(|c: char| c.is_whitespace() || CLOSERS.contains(&c));
     let Some(question) = end.strip_suffix(['?', '？']) else { return false };
     let question = question.trim_end_matches(['?', '？']);
-    let last = question.rsplit(is_clause_end).next().unwrap_or(question).to_lowercase();
+    let last = question.rsplit_once(is_sentence_end).map_or(question, |(_, last)| last).to_lowercase();
     !OPEN_OFFERS.iter().any(|offer| contains_phrase(&last, offer))
 }
 
@@ -130,8 +133,13 @@ fn is_clause_end(c: char) -> bool {
     matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '\n' | '，' | '。' | '！' | '？' | '；' | '：' | '、')
 }
 
+fn is_sentence_end(c: char) -> bool {
+    matches!(c, '.' | '!' | '?' | '\n' | '。' | '！' | '？')
+}
+
 fn is_acknowledgement(clause: &str) -> bool {
-    clause.split_whitespace().count() <= ACKNOWLEDGEMENT_MAX_WORDS
+    clause.chars().any(char::is_alphabetic)
+        && clause.split_whitespace().count() <= ACKNOWLEDGEMENT_MAX_WORDS
         && clause.chars().filter(|&c| is_cjk(c)).count() <= ACKNOWLEDGEMENT_MAX_CJK
 }
 
@@ -182,6 +190,9 @@ mod tests {
         assert_eq!(deictic_pattern("I also need a train. It should leave at 9"), None);
         // only the clause right after the acknowledgement
         assert_eq!(deictic_pattern("好的，谢谢，这个呢"), None);
+        // an empty clause or a list number is no acknowledgement
+        assert_eq!(deictic_pattern(",it is"), None);
+        assert_eq!(deictic_pattern("1. It should leave at 9"), None);
     }
 
     #[test]
@@ -208,6 +219,8 @@ mod tests {
         assert!(!asks_question("Is there anything else I can help you with?"));
         assert!(!asks_question("Booked. Can I help you with anything else ?"));
         assert!(!asks_question("电话是010-87722388，您还有其他问题吗？"));
+        assert!(!asks_question("Can I assist you with anything else , today ?"), "the whole sentence");
+        assert!(!asks_question("Done:\n```rust\nlet x = parse(s)?;\n```"), "code is no question");
         assert!(!asks_question(""));
     }
 

@@ -85,7 +85,7 @@ pub struct GateRecord {
     pub overlap: f32,
     /// The new-anchor ratio.
     pub new_ratio: f32,
-    /// The deictic pattern that matched, if any.
+    /// The deictic pattern that matched, or `reply to a question`, if any (`GateDecision::deictic`).
     pub deictic: Option<String>,
 }
 

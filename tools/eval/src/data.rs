@@ -64,7 +64,8 @@ impl Conversations {
     /// Every session chained into one, in name order, and the tasks moved along: the long
     /// history of a person who keeps one session for everything. A task's history is then
     /// everything before it.
-    pub fn chained(&self, tasks: &[Task], name: &str) -> (Conversations, Vec<Task>) {
+    /// Also returns where each source session starts in the chain.
+    pub fn chained(&self, tasks: &[Task], name: &str) -> (Conversations, Vec<Task>, Vec<u32>) {
         let mut names: Vec<&String> = self.sessions.keys().collect();
         names.sort();
         let mut offsets = HashMap::new();
@@ -81,7 +82,9 @@ impl Conversations {
                 ..t.clone()
             })
             .collect();
-        (Conversations { sessions: HashMap::from([(name.to_string(), turns)]) }, tasks)
+        let mut starts: Vec<u32> = offsets.into_values().collect();
+        starts.sort_unstable();
+        (Conversations { sessions: HashMap::from([(name.to_string(), turns)]) }, tasks, starts)
     }
 
     /// Writes the turns as canonical JSONL (`ctxgate import`'s input), sessions in name order.

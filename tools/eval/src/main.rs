@@ -146,13 +146,14 @@ fn evaluate(set: &SetPaths, with_selection: bool) -> Result<SetResult> {
     ];
     // A spliced set chains dialogues: its switches are where the next one starts.
     let spliced = set.name.ends_with("spliced");
+    let dialogues = spliced.then(|| selection::Dialogues::from_switches(&tasks));
     let selection = if with_selection {
-        Some(selection::run(&gatekeeper, &conversations, &tasks, spliced)?)
+        Some(selection::run(&gatekeeper, &conversations, &tasks, dialogues.as_ref())?)
     } else {
         None
     };
     let long_selection =
-        if with_selection { Some(long_history_selection(&conversations, &tasks)?) } else { None };
+        if with_selection { Some(long_history_selection(&conversations, &tasks, spliced)?) } else { None };
     Ok(SetResult {
         name: set.name.clone(),
         conversations: set.conversations.clone(),
@@ -172,15 +173,27 @@ fn evaluate(set: &SetPaths, with_selection: bool) -> Result<SetResult> {
 }
 
 /// Selection with every session of the set chained into one long history (in a second,
-/// fresh index), where recall must rank the turns about what was asked among thousands.
-fn long_history_selection(conversations: &Conversations, tasks: &[Task]) -> Result<selection::SelectionRun> {
-    let (chained, tasks) = conversations.chained(tasks, "long");
+/// fresh index), where recall must rank the turns about what was asked among thousands. Every
+/// source session is a dialogue of its own (and, in a spliced set, every switch starts one).
+fn long_history_selection(
+    conversations: &Conversations,
+    tasks: &[Task],
+    spliced: bool,
+) -> Result<selection::SelectionRun> {
+    const NAME: &str = "long";
+    let (chained, tasks, session_starts) = conversations.chained(tasks, NAME);
+    let name = NAME.to_string();
+    let switches =
+        tasks.iter().filter(|t| spliced && t.expected == data::Expected::Switch).map(|t| t.upto_turn);
+    let dialogues = selection::Dialogues::from_starts(
+        session_starts.into_iter().chain(switches).map(|turn| (&name, turn)),
+    );
     let dir = tempfile::tempdir().context("cannot create a temporary directory for the index")?;
     let path = dir.path().join("long.jsonl");
     chained.write_jsonl(&path)?;
     let gatekeeper = Gatekeeper::open(dir.path().join("long.redb"), Options::default())?;
     gatekeeper
-        .import(&[path.clone()], &ImportOptions::default())
+        .import(std::slice::from_ref(&path), &ImportOptions::default())
         .with_context(|| format!("cannot import {}", path.display()))?;
-    selection::run(&gatekeeper, &chained, &tasks, false)
+    selection::run(&gatekeeper, &chained, &tasks, Some(&dialogues))
 }

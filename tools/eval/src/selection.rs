@@ -2,15 +2,17 @@
 //! answer draws on, what does it spend, and how much of it comes from another conversation?
 //!
 //! The dev data labels gates, not evidence, so evidence is derived from the recorded answer:
-//! an anchor of the assistant's reply to the query is *evidence-marking* if the query does not
-//! contain it, it is rare in the set (in at most [`EVIDENCE_MAX_DF`] turns: a name, a number, a
-//! particular thing) and an earlier turn of the session has it. The evidence turns of a task
-//! are those earlier turns. Tasks without one are left out. A baseline computed in the same
-//! run, the latest turns that fit the budget, puts the figures in proportion.
+//! an anchor of the assistant's reply to the query is *evidence-marking* if it is rare in the
+//! set (in at most [`EVIDENCE_MAX_DF`] turns: a name, a number, a particular thing) and an
+//! earlier turn of the same dialogue has it; [`Evidence`] splits tasks by whether the query has
+//! it too. The evidence turns of a task are those earlier turns, and a selected block counts
+//! only if what was kept of it (after pruning) still holds a marking anchor. Tasks without
+//! evidence are left out. A baseline computed in the same run, the latest whole turns that fit
+//! the budget, puts the figures in proportion.
 //!
-//! In the spliced sets every `switch` label starts the next chained dialogue, so each turn's
-//! dialogue is known and the share of selected tokens taken from other dialogues measures
-//! cross-topic contamination on real data.
+//! Where dialogues are known (a spliced set's `switch` labels start the next chained dialogue;
+//! in a chained history every source session is one), the share of selected tokens taken from
+//! other dialogues measures cross-topic contamination on real data.
 
 use crate::data::{Conversations, Expected, Task, Turn};
 use anyhow::{Context, Result};
@@ -109,7 +111,7 @@ pub struct SelectionResult {
     pub any_evidence: f64,
     /// Mean estimated tokens selected.
     pub tokens: f64,
-    /// Share of all selected tokens taken from another dialogue (spliced sets only).
+    /// Share of all selected tokens taken from another dialogue (where dialogues are known).
     pub other_dialogue_share: Option<f64>,
 }
 
@@ -128,32 +130,30 @@ pub struct SelectionRun {
     pub seconds: f64,
 }
 
-/// A task with its evidence turns.
+/// A task with its evidence turns and the anchors that mark them.
 struct EvidenceTask<'t> {
     task: &'t Task,
     evidence: HashSet<u32>,
+    marking: Vec<String>,
 }
 
 /// Measures [`RUNS`] on `gatekeeper`, which holds `conversations` imported whole.
-/// `spliced` says the set's switches are the starts of chained dialogues.
+/// `dialogues`, where known, bounds evidence to the query's own dialogue and measures the
+/// context taken from others.
 pub fn run(
     gatekeeper: &Gatekeeper,
     conversations: &Conversations,
     tasks: &[Task],
-    spliced: bool,
+    dialogues: Option<&Dialogues>,
 ) -> Result<SelectionRun> {
     let started = std::time::Instant::now();
     let anchors = TurnAnchors::of(conversations);
-    let dialogues = spliced.then(|| Dialogues::from_switches(tasks));
     let mut results = Vec::new();
     let (mut tasks_with_evidence, mut evidence_turns) = (Vec::new(), Vec::new());
     for kind in Evidence::ALL {
         let with_evidence: Vec<EvidenceTask> = tasks
             .iter()
-            .filter_map(|task| {
-                let evidence = evidence_turns_of(kind, task, conversations, &anchors)?;
-                Some(EvidenceTask { task, evidence })
-            })
+            .filter_map(|task| evidence_of(kind, task, conversations, &anchors, dialogues))
             .collect();
         for (method, budget) in RUNS {
             let mut totals = Totals::default();
@@ -162,7 +162,7 @@ pub fn run(
                     Method::Ctxgate(policy) => ctxgate_pick(gatekeeper, t.task, policy, budget)?,
                     Method::LatestTurns => latest_turns(conversations, t.task, budget),
                 };
-                totals.add(t, &picked, dialogues.as_ref());
+                totals.add(t, &picked, dialogues);
             }
             results.push(totals.result(kind, method, budget, with_evidence.len(), dialogues.is_some()));
         }
@@ -179,8 +179,14 @@ pub fn run(
     })
 }
 
-/// Selected turns with their estimated tokens.
-type Picked = Vec<(u32, u32)>;
+/// A selected turn: its id, estimated tokens, and the text kept of it.
+struct Pick {
+    turn: u32,
+    tokens: u32,
+    text: String,
+}
+
+type Picked = Vec<Pick>;
 
 fn ctxgate_pick(gatekeeper: &Gatekeeper, task: &Task, policy: Policy, budget: u32) -> Result<Picked> {
     let options = SelectOptions {
@@ -193,7 +199,11 @@ fn ctxgate_pick(gatekeeper: &Gatekeeper, task: &Task, policy: Policy, budget: u3
         .session(&task.session)?
         .select_with(&task.query, &options)
         .with_context(|| format!("select in session {:?} at turn {}", task.session, task.upto_turn))?;
-    Ok(selection.blocks.iter().map(|b| (b.turn_id, b.tokens)).collect())
+    Ok(selection
+        .blocks
+        .into_iter()
+        .map(|b| Pick { turn: b.turn_id, tokens: b.tokens, text: format!("{}\n{}", b.user, b.assistant) })
+        .collect())
 }
 
 /// The latest whole turns of the history that fit `budget`, newest first, stopping at the
@@ -208,7 +218,7 @@ fn latest_turns(conversations: &Conversations, task: &Task, budget: u32) -> Pick
             break;
         }
         used += cost;
-        picked.push((turn as u32, cost));
+        picked.push(Pick { turn: turn as u32, tokens: cost, text: format!("{}\n{}", t.user, t.assistant) });
     }
     picked
 }
@@ -223,15 +233,21 @@ struct Totals {
 
 impl Totals {
     fn add(&mut self, t: &EvidenceTask, picked: &Picked, dialogues: Option<&Dialogues>) {
-        let hits = picked.iter().filter(|(turn, _)| t.evidence.contains(turn)).count();
+        let holds_evidence = |p: &Pick| {
+            t.evidence.contains(&p.turn) && {
+                let kept = anchors_of(&p.text);
+                t.marking.iter().any(|a| kept.contains(a))
+            }
+        };
+        let hits = picked.iter().filter(|p| holds_evidence(p)).count();
         self.recall += hits as f64 / t.evidence.len() as f64;
         self.any += u64::from(hits > 0);
-        for &(turn, tokens) in picked {
-            self.tokens += u64::from(tokens);
+        for p in picked {
+            self.tokens += u64::from(p.tokens);
             if let Some(d) = dialogues
-                && d.of(&t.task.session, turn) != d.of(&t.task.session, t.task.upto_turn)
+                && d.of(&t.task.session, p.turn) != d.of(&t.task.session, t.task.upto_turn)
             {
-                self.other_dialogue_tokens += u64::from(tokens);
+                self.other_dialogue_tokens += u64::from(p.tokens);
             }
         }
     }
@@ -290,14 +306,16 @@ fn anchors_of(text: &str) -> HashSet<String> {
     ctxgate::anchor::extract(text).anchors().map(str::to_string).collect()
 }
 
-/// The earlier turns holding an evidence-marking anchor of the task's recorded answer: rare
-/// in the set, and in the query ([`Evidence::Named`]) or not ([`Evidence::Implicit`]).
-fn evidence_turns_of(
+/// The task with its evidence: the earlier turns of its dialogue holding an anchor of its
+/// recorded answer that is rare in the set, and in the query ([`Evidence::Named`]) or not
+/// ([`Evidence::Implicit`]).
+fn evidence_of<'t>(
     kind: Evidence,
-    task: &Task,
+    task: &'t Task,
     conversations: &Conversations,
     anchors: &TurnAnchors,
-) -> Option<HashSet<u32>> {
+    dialogues: Option<&Dialogues>,
+) -> Option<EvidenceTask<'t>> {
     let Turn { assistant, .. } = conversations.turn(&task.session, task.upto_turn)?;
     let query = anchors_of(&task.query);
     let marking: Vec<String> = anchors_of(assistant)
@@ -307,34 +325,46 @@ fn evidence_turns_of(
                 && anchors.df.get(a).is_some_and(|&df| df <= EVIDENCE_MAX_DF)
         })
         .collect();
+    let dialogue = dialogues.map(|d| d.of(&task.session, task.upto_turn));
     let evidence: HashSet<u32> = (0..task.upto_turn)
+        .filter(|&turn| {
+            dialogue.is_none_or(|own| dialogues.is_some_and(|d| d.of(&task.session, turn) == own))
+        })
         .filter(|&turn| {
             anchors.turn(&task.session, turn).is_some_and(|set| marking.iter().any(|a| set.contains(a)))
         })
         .collect();
-    (!evidence.is_empty()).then_some(evidence)
+    (!evidence.is_empty()).then_some(EvidenceTask { task, evidence, marking })
 }
 
-/// The dialogue of each turn of a spliced set: a `switch` label starts the next one.
-struct Dialogues {
+/// The dialogue of each turn, from where dialogues start in each session.
+pub struct Dialogues {
     starts: HashMap<String, Vec<u32>>,
 }
 
 impl Dialogues {
+    /// Dialogue boundaries of a spliced set: each `switch` label starts the next dialogue.
+    pub fn from_switches(tasks: &[Task]) -> Self {
+        Self::from_starts(
+            tasks.iter().filter(|t| t.expected == Expected::Switch).map(|t| (&t.session, t.upto_turn)),
+        )
+    }
+
+    /// Dialogue boundaries from `(session, first turn)` pairs, in any order.
+    pub fn from_starts<'a>(starts: impl Iterator<Item = (&'a String, u32)>) -> Self {
+        let mut by_session: HashMap<String, Vec<u32>> = HashMap::new();
+        for (session, turn) in starts {
+            by_session.entry(session.clone()).or_default().push(turn);
+        }
+        by_session.values_mut().for_each(|s| {
+            s.sort_unstable();
+            s.dedup();
+        });
+        Dialogues { starts: by_session }
+    }
+
     fn of(&self, session: &str, turn: u32) -> usize {
         self.starts.get(session).map_or(0, |starts| starts.partition_point(|&s| s <= turn))
-    }
-}
-
-impl Dialogues {
-    /// Dialogue boundaries of a spliced set: each `switch` label starts the next dialogue.
-    fn from_switches(tasks: &[Task]) -> Self {
-        let mut starts: HashMap<String, Vec<u32>> = HashMap::new();
-        for task in tasks.iter().filter(|t| t.expected == Expected::Switch) {
-            starts.entry(task.session.clone()).or_default().push(task.upto_turn);
-        }
-        starts.values_mut().for_each(|s| s.sort_unstable());
-        Dialogues { starts }
     }
 }
 
@@ -374,14 +404,18 @@ mod tests {
         let anchors = TurnAnchors::of(&conversations);
         let mut t = task("s", 2, Expected::Continue);
         t.query = "book it for four".into();
-        let implicit = |t: &Task| evidence_turns_of(Evidence::Implicit, t, &conversations, &anchors);
-        let named = |t: &Task| evidence_turns_of(Evidence::Named, t, &conversations, &anchors);
+        let turns = |kind, t: &Task| evidence_of(kind, t, &conversations, &anchors, None).map(|e| e.evidence);
+        let implicit = |t: &Task| turns(Evidence::Implicit, t);
+        let named = |t: &Task| turns(Evidence::Named, t);
         assert_eq!(implicit(&t), Some(HashSet::from([0])));
         assert_eq!(named(&t), None, "the query names nothing the answer and history share");
         // a query that names the thing itself: named evidence, nothing implicit left
         t.query = "book the golden wok for four".into();
         assert_eq!(implicit(&t), None);
         assert_eq!(named(&t), Some(HashSet::from([0])));
+        // evidence stays in the query's dialogue
+        let apart = Dialogues::from_starts([(&"s".to_string(), 1)].into_iter());
+        assert!(evidence_of(Evidence::Named, &t, &conversations, &anchors, Some(&apart)).is_none());
     }
 
     #[test]
@@ -390,7 +424,9 @@ mod tests {
         let turn = Turn { user: "abcd".into(), assistant: "abcd".into() }; // 6 + 6 tokens
         conversations.sessions.insert("s".into(), vec![turn.clone(), turn.clone(), turn]);
         let t = task("s", 3, Expected::Continue);
-        assert_eq!(latest_turns(&conversations, &t, 30), [(2, 12), (1, 12)]);
+        let picked: Vec<(u32, u32)> =
+            latest_turns(&conversations, &t, 30).iter().map(|p| (p.turn, p.tokens)).collect();
+        assert_eq!(picked, [(2, 12), (1, 12)]);
         assert!(latest_turns(&conversations, &t, 11).is_empty());
     }
 }
