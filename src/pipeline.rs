@@ -183,8 +183,13 @@ fn topic_window<'v, S: Source>(
 /// the segment's own turn, which is how selections drew most of their context from other
 /// dialogues in long real histories (`docs/relevance.md`). Such turns still answer what the
 /// segment lacks, and `fill` may still spend the budget on them.
-fn topic_first(offers: &mut [Offer], segment_start: u32) {
-    let segment_has = offers.iter().filter(|o| o.turn >= segment_start).fold(0, |mask, o| mask | o.matched);
+/// Only segment turns that fit the budget count: one that never could would leave the anchor
+/// uncovered.
+fn topic_first(offers: &mut [Offer], segment_start: u32, budget: u32) {
+    let segment_has = offers
+        .iter()
+        .filter(|o| o.turn >= segment_start && o.tokens <= budget)
+        .fold(0, |mask, o| mask | o.matched);
     for offer in offers.iter_mut().filter(|o| o.turn < segment_start) {
         offer.covers = offer.matched & !segment_has;
     }
@@ -313,7 +318,8 @@ pub fn select<S: Source>(
         pruned.push((candidate, block, tokens));
     }
     if !switch {
-        topic_first(&mut offers, segment_start(view, session, params.as_of)?);
+        // Turn offers only: the evidence projections are offered below.
+        topic_first(&mut offers, segment_start(view, session, params.as_of)?, params.budget);
     }
 
     // Evidence projections compete in the same greedy: a projection is a block whose cost is
@@ -488,13 +494,17 @@ mod tests {
     fn older_turns_cover_only_what_the_segment_lacks() {
         let offer = |turn, matched| Offer { turn, tokens: 10, matched, covers: matched };
         let mut offers = [offer(3, 0b011), offer(12, 0b001), offer(15, 0b100), offer(4, 0b1000)];
-        topic_first(&mut offers, 10);
+        topic_first(&mut offers, 10, 100);
         let covers: Vec<u64> = offers.iter().map(|o| o.covers).collect();
         assert_eq!(covers, [0b010, 0b001, 0b100, 0b1000]);
         assert!(offers.iter().zip([0b011, 0b001, 0b100, 0b1000]).all(|(o, m)| o.matched == m));
         // a segment starting at turn 0 holds every turn
         let mut all = [offer(3, 0b011), offer(12, 0b001)];
-        topic_first(&mut all, 0);
+        topic_first(&mut all, 0, 100);
         assert_eq!(all.map(|o| o.covers), [0b011, 0b001]);
+        // a segment turn over the budget cannot cover anything
+        let mut tight = [offer(3, 0b011), Offer { tokens: 500, ..offer(12, 0b001) }];
+        topic_first(&mut tight, 10, 100);
+        assert_eq!(tight[0].covers, 0b011);
     }
 }

@@ -173,7 +173,7 @@ fn evaluate(set: &SetPaths, with_selection: bool) -> Result<SetResult> {
 }
 
 /// Selection with every session of the set chained into one long history (in a second,
-/// fresh index), where recall must rank the turns about what was asked among thousands. Every
+/// fresh index): the query's own dialogue must win over thousands of turns of others. Every
 /// source session is a dialogue of its own (and, in a spliced set, every switch starts one).
 fn long_history_selection(
     conversations: &Conversations,
