@@ -109,7 +109,7 @@ pub fn asks_question(answer: &str) -> bool {
     let Some(question) = end.strip_suffix(['?', '？']) else { return false };
     let question = question.trim_end_matches(['?', '？']);
     let last = question.rsplit_once(is_sentence_end).map_or(question, |(_, last)| last).to_lowercase();
-    !OPEN_OFFERS.iter().any(|offer| contains_phrase(&last, offer))
+    !OPEN_OFFERS.iter().any(|offer| super::contains_word(&last, offer))
 }
 
 /// How the reason a low-overlap query continued reads in a human report.
@@ -141,16 +141,6 @@ fn is_acknowledgement(clause: &str) -> bool {
     clause.chars().any(char::is_alphabetic)
         && clause.split_whitespace().count() <= ACKNOWLEDGEMENT_MAX_WORDS
         && clause.chars().filter(|&c| is_cjk(c)).count() <= ACKNOWLEDGEMENT_MAX_CJK
-}
-
-/// Whether `text` contains `phrase` not as part of a longer word (`many other` does not
-/// contain `any other`).
-fn contains_phrase(text: &str, phrase: &str) -> bool {
-    text.match_indices(phrase).any(|(start, _)| {
-        let before = text[..start].chars().next_back();
-        let after = text[start + phrase.len()..].chars().next();
-        !before.is_some_and(is_word_char) && !after.is_some_and(is_word_char)
-    })
 }
 
 #[cfg(test)]
