@@ -111,7 +111,12 @@ pub fn score(
                 .collect()
         })
         .collect();
-    per_block.into_iter().flatten().collect()
+    // `flatten().collect()` cannot size its output and grows it step by step: copy once.
+    let mut candidates = Vec::with_capacity(per_block.iter().map(Vec::len).sum());
+    for block in per_block {
+        candidates.extend(block);
+    }
+    candidates
 }
 
 /// Candidates in rank order (score descending, then turn ascending), sorted lazily: the first
