@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::import::{ImportOptions, ImportReport, Progress};
+use crate::search::SearchHit;
 use crate::select::Policy;
 use crate::session::Session;
 use crate::store::{Store, StoreOptions};
@@ -237,6 +238,17 @@ impl Gatekeeper {
     /// Call it before copying the file, or when a writer is about to stop for a long time.
     pub fn fold_pending(&self) -> Result<()> {
         self.store.write(|view| -> Result<()> { Ok(view.fold()?) })
+    }
+
+    /// The turns of every session that best match `query`, at most `limit`, best first.
+    ///
+    /// Where [`Session::select`] builds one session's context, this finds which conversations
+    /// discussed something: DESIGN §3.4's lexical score without its recency term, over the
+    /// whole history (see [`crate::search`]).
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
+        crate::session::check_query(query)?;
+        let view = self.store.read()?;
+        crate::search::search_hits(&view, query, limit)
     }
 
     /// The options the index was opened with.

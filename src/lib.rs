@@ -49,6 +49,7 @@ mod prompt;
 mod prune;
 mod query;
 mod recall;
+pub mod search;
 mod select;
 pub mod server;
 mod session;
@@ -63,6 +64,7 @@ pub use gatekeeper::{DEFAULT_TOKEN_BUDGET, Gatekeeper, Options, SessionInfo, Sta
 pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::{Format, ImportOptions, ImportReport};
 pub use query::QueryAnchor;
+pub use search::SearchHit;
 pub use select::Policy;
 pub use session::{
     Budget, MAX_TEXT_BYTES, SelectOptions, SelectedBlock, SelectedEvidence, Selection, Session, TurnId,

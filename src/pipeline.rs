@@ -454,7 +454,7 @@ fn focus_anchors(query: &QueryAnchors, postings: &[Vec<Posting>]) -> u64 {
 }
 
 /// The query anchors that are framing words.
-fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
+pub(crate) fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
     let framing = anchor::framing_hashes(text, anchor_hash);
     query.anchors().iter().enumerate().fold(0, |mask, (i, a)| {
         if framing.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask }

@@ -286,7 +286,7 @@ fn check_text(what: &'static str, text: &str) -> Result<()> {
     Ok(())
 }
 
-fn check_query(query: &str) -> Result<()> {
+pub(crate) fn check_query(query: &str) -> Result<()> {
     check_text("query", query)?;
     if query.trim().is_empty() {
         return Err(Error::InvalidInput { what: "query", reason: "it is empty".into() });

@@ -90,6 +90,7 @@ async fn lists_the_tools_with_input_schemas() -> TestResult {
             "select_context",
             "build_prompt",
             "record_turn",
+            "search_history",
             "gate",
             "list_sessions",
             "import_logs",
@@ -109,6 +110,7 @@ async fn lists_the_tools_with_input_schemas() -> TestResult {
     assert_eq!(required("select_context"), ["session", "query"]);
     assert_eq!(required("build_prompt"), ["session", "query"]);
     assert_eq!(required("record_turn"), ["session", "user", "assistant"]);
+    assert_eq!(required("search_history"), ["query"]);
     assert_eq!(required("gate"), ["session", "query"]);
     assert_eq!(required("import_logs"), ["paths"]);
     let select = tools.iter().find(|t| t.name == "select_context").ok_or("no select_context")?;
@@ -135,6 +137,7 @@ async fn every_tool_answers_as_the_library_does() -> TestResult {
         ok(&client, "build_prompt", json!({"session": "work", "query": query, "budget": 1000})).await?;
     let gated = ok(&client, "gate", json!({"session": "work", "query": "what else?", "as_of": 1})).await?;
     let sessions = ok(&client, "list_sessions", json!({})).await?;
+    let searched = ok(&client, "search_history", json!({"query": "postgres orders", "limit": 2})).await?;
     {
         let gk = open(&db)?;
         let s = gk.session("work")?;
@@ -150,6 +153,9 @@ async fn every_tool_answers_as_the_library_does() -> TestResult {
         let decision = s.gate("what else?", Some(1))?;
         assert_eq!(gated, document(json!({"session": "work", "query": "what else?", "decision": decision}))?);
         assert_eq!(sessions, document(json!({"sessions": gk.sessions()?}))?);
+        let hits = gk.search("postgres orders", 2)?;
+        assert_eq!((hits[0].session.as_str(), hits[0].turn_id), ("work", 1));
+        assert_eq!(searched, document(json!({"query": "postgres orders", "hits": hits}))?);
     }
 
     // record_turn, then a selection sees the new turn.

@@ -14,6 +14,7 @@ mod import;
 mod output;
 mod prompt;
 mod rebuild;
+mod search;
 mod select;
 mod serve;
 mod sessions;
@@ -76,6 +77,8 @@ enum Command {
     Gate(gate::Args),
     /// The prompt for a query: selected turns and the question, ready to send
     Prompt(prompt::Args),
+    /// The turns of every session that best match a query: which conversation discussed it
+    Search(search::Args),
     /// Import conversation logs (canonical JSONL, OpenAI, ChatGPT, Claude, Claude Code, Codex, ShareGPT)
     Import(import::Args),
     /// Write a session as canonical JSONL (what `import` reads back unchanged)
@@ -175,6 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Import(args) => import::run(&global, &args),
         Command::Export(args) => export::run(&global, &args),
         Command::Show(args) => show::run(&global, &args),
+        Command::Search(args) => search::run(&global, &args),
         Command::Sessions => sessions::run(&global),
         Command::Stats => stats::run(&global),
         Command::Verify => verify::run(&global),

@@ -6,8 +6,8 @@
 
 use crate::evidence::{Projection, Spec};
 use crate::{
-    Error, EvidenceOptions, Format, GateDecision, Gatekeeper, ImportOptions, Options, Policy, SelectOptions,
-    SessionInfo,
+    Error, EvidenceOptions, Format, GateDecision, Gatekeeper, ImportOptions, Options, Policy, SearchHit,
+    SelectOptions, SessionInfo,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -119,6 +119,20 @@ pub struct RecordTurnParams {
     pub assistant: String,
 }
 
+/// Arguments of `search_history`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchHistoryParams {
+    /// What to look for.
+    pub query: String,
+    /// Turns to return at most (default 20).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Turns `search_history` returns when the caller gives no `limit`.
+pub const DEFAULT_SEARCH_LIMIT: u32 = 20;
+
 /// Arguments of `gate`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -200,6 +214,10 @@ fits the budget.";
 const RECORD_TURN: &str = "Call this AFTER answering: records the user's message and your reply as \
 the session's next turn (the session is created on its first turn) and returns its turn id. \
 Record every turn so later questions can find it.";
+const SEARCH_HISTORY: &str = "Finds which past conversations discussed something: the turns of \
+every session that best match the query, best first, each with its session name, turn id, the \
+query terms it matches and its text pruned to them. Use it when the user refers to work from \
+another session (\"what did we decide about X last week?\"); select_context only looks within one.";
 const GATE: &str = "Only the topic gate's decision for a new message: continue (same topic as the \
 recent turns) or switch, with its numbers. Cheap; does not select anything.";
 const STORE_EVIDENCE: &str = "Call this with a tool's full output (query results, DDL, plans, logs, \
@@ -216,10 +234,11 @@ Claude Code, Codex, ShareGPT) from files or directories on the server's machine.
 importing the same log again adds nothing. Returns what was new, already there, or skipped.";
 
 /// Names of the tools, in the order they are listed.
-pub const TOOL_NAMES: [&str; 8] = [
+pub const TOOL_NAMES: [&str; 9] = [
     "select_context",
     "build_prompt",
     "record_turn",
+    "search_history",
     "gate",
     "list_sessions",
     "import_logs",
@@ -271,6 +290,7 @@ pub fn tools() -> Vec<ToolSpec> {
         spec::<SelectContextParams>("select_context", SELECT_CONTEXT, true).returns::<SelectContextOutput>(),
         spec::<BuildPromptParams>("build_prompt", BUILD_PROMPT, true).returns::<BuildPromptOutput>(),
         spec::<RecordTurnParams>("record_turn", RECORD_TURN, false).returns::<RecordTurnOutput>(),
+        spec::<SearchHistoryParams>("search_history", SEARCH_HISTORY, true).returns::<SearchHistoryOutput>(),
         spec::<GateParams>("gate", GATE, true).returns::<GateOutput>(),
         spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true).returns::<ListSessionsOutput>(),
         spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false).returns::<ImportLogsOutput>(),
@@ -332,6 +352,13 @@ impl Core {
                 self.with_index(|gk| {
                     let turn_id = gk.session(&p.session)?.add_turn(&p.user, &p.assistant)?;
                     document(&Added { session: &p.session, turn_id })
+                })
+            }
+            "search_history" => {
+                let p: SearchHistoryParams = parse(name, args)?;
+                let limit = p.limit.unwrap_or(DEFAULT_SEARCH_LIMIT) as usize;
+                self.with_index(|gk| {
+                    document(&Searched { query: &p.query, hits: gk.search(&p.query, limit)? })
                 })
             }
             "gate" => {
@@ -422,6 +449,12 @@ struct Added<'a> {
 }
 
 #[derive(Serialize)]
+struct Searched<'a> {
+    query: &'a str,
+    hits: Vec<SearchHit>,
+}
+
+#[derive(Serialize)]
 struct Gated<'a> {
     session: &'a str,
     query: &'a str,
@@ -503,6 +536,25 @@ mod tests {
         let selected = core.call("select_context", args(query)).expect("select_context");
         assert_eq!(selected["blocks"][0]["turn_id"], 0);
         assert_eq!(selected["schema_version"], SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn search_history_finds_the_session_that_discussed_it() {
+        let (_dir, core) = core();
+        for (session, user) in [("infra", "How do I expire a Redis lock?"), ("db", "Postgres vacuum is slow")]
+        {
+            let turn = serde_json::json!({"session": session, "user": user, "assistant": "Let us look."});
+            core.call("record_turn", args(turn)).expect("record_turn");
+        }
+        let found = core.call("search_history", args(serde_json::json!({"query": "postgres vacuum"})));
+        let found = found.expect("search_history");
+        assert_eq!(found["hits"].as_array().map(Vec::len), Some(1), "{found}");
+        assert_eq!(
+            (found["hits"][0]["session"].as_str(), found["hits"][0]["turn_id"].as_u64()),
+            (Some("db"), Some(0))
+        );
+        let limited = core.call("search_history", args(serde_json::json!({"query": "look", "limit": 1})));
+        assert_eq!(limited.expect("search_history")["hits"].as_array().map(Vec::len), Some(1));
     }
 
     #[test]

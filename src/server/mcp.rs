@@ -15,7 +15,8 @@ use tokio::sync::Semaphore;
 const INSTRUCTIONS: &str = "ctxgate keeps this conversation's history and hands you only the past \
 turns a new message needs. For every user message: first call select_context (or build_prompt) \
 with the session and the message, and use what it returns as context; after answering, call \
-record_turn with the message and your answer. Use one session name per conversation or project.";
+record_turn with the message and your answer. Use one session name per conversation or project. \
+When the user refers to work from another conversation, search_history finds it across sessions.";
 
 /// The MCP server: tools listed from [`tools`], calls answered by [`Core`].
 #[derive(Clone)]

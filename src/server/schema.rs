@@ -185,6 +185,35 @@ pub struct ListSessionsOutput {
     schema_version: u32,
 }
 
+/// `search_history`: the best matching turns of every session (as `search --json`).
+#[derive(JsonSchema)]
+pub struct SearchHistoryOutput {
+    /// The query.
+    query: String,
+    /// The turns, best first.
+    hits: Vec<SearchHit>,
+    /// Version of this document.
+    schema_version: u32,
+}
+
+/// One turn `search_history` found.
+#[derive(JsonSchema)]
+struct SearchHit {
+    /// The session's name.
+    session: String,
+    /// The turn's id within the session.
+    turn_id: u32,
+    /// Its score: 1.5 x user-side BM25 + 0.7 x assistant-side BM25 (each normalized to [0, 1])
+    /// + 1 when it holds every query term.
+    score: f64,
+    /// The query terms it contains.
+    matched_anchors: Vec<String>,
+    /// The user's message, pruned to the sentences with those terms.
+    user: String,
+    /// The assistant's reply, pruned alike.
+    assistant: String,
+}
+
 /// A session's summary.
 #[derive(JsonSchema)]
 struct SessionInfo {

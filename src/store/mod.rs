@@ -30,6 +30,7 @@
 //! anchors are in the postings, and can be derived again from its text). Every write is one redb transaction, so
 //! a crash leaves either the whole turn (or batch) or none of it.
 
+mod cursor;
 mod error;
 pub(crate) mod evidence;
 mod format;
@@ -40,9 +41,11 @@ mod source_index;
 mod tables;
 mod view;
 
+pub use cursor::PostingCursor;
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub use keys::anchor_hash;
+pub(crate) use keys::split_block_key;
 pub use postings::Posting;
 pub use source_index::SourceIndex;
 pub use view::{

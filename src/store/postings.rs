@@ -130,6 +130,13 @@ pub fn encode_list<'p>(
     Ok(chunks)
 }
 
+/// A chunk's header: how many postings it holds and its last turn, read without the body,
+/// so a reader can step over a chunk that ends before the turn it looks for.
+pub fn header(chunk: &[u8]) -> Result<(u32, u32), CorruptChunk> {
+    let mut reader = Reader::new(chunk);
+    Ok((reader.varint()?, reader.varint()?))
+}
+
 /// Decodes a chunk, calling `emit` for each posting in turn order.
 pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), CorruptChunk> {
     let mut reader = Reader::new(chunk);

@@ -4,6 +4,7 @@
 //! transaction. Both decode the pending turns once when opened, so document frequencies, N and
 //! the pending tail of a session's postings come from memory.
 
+use super::cursor::PostingCursor;
 use super::error::{Error, corrupt};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::postings::{self, Posting};
@@ -290,7 +291,8 @@ impl<S: Source> View<S> {
         Ok(Some((id, record)))
     }
 
-    fn session_record(&self, id: u32) -> Result<Option<SessionRecord>, Error> {
+    /// The record of session `id`, if there is one.
+    pub fn session_record(&self, id: u32) -> Result<Option<SessionRecord>, Error> {
         self.tables
             .sessions
             .get(id)?
@@ -338,6 +340,13 @@ impl<S: Source> View<S> {
         }
         Ok(())
     }
+    /// A cursor over the anchor's folded postings in every session, in block-key order (pending
+    /// turns are in [`View::pending`]).
+    pub fn anchor_cursor(&self, hash: u64) -> Result<PostingCursor<'_>, Error> {
+        let range = keys::posting_key(hash, 0, 0)..=keys::posting_key(hash, u32::MAX, u32::MAX);
+        PostingCursor::new(self.tables.postings.range(range)?)
+    }
+
     /// Calls `emit(session, posting)` for every folded posting of the anchor, in every
     /// session, in session then turn order: one range scan, since posting keys lead with the
     /// anchor (pending turns are in [`View::pending`]).

@@ -15,7 +15,7 @@ use crate::common::{
 };
 use anyhow::{Result, bail};
 use corpus::timing::time_each;
-use ctxgate::store::{Posting, Store, StoreOptions};
+use ctxgate::store::{Posting, ReadSource, Store, StoreOptions, View};
 use ctxgate::{Format, Gatekeeper, ImportOptions, Options, SelectOptions};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -74,6 +74,7 @@ pub fn query(setup: &Setup) -> Result<Figures> {
     };
     cold_then_warm(&mut figures, "session", &queries, open_store, |r, q| r.top_k(q, Some(r.long)))?;
     cold_then_warm(&mut figures, "global", &queries, open_store, |r, q| r.top_k(q, None))?;
+    cold_then_warm(&mut figures, "scan.global", &queries, open_store, |r, q| r.scan_top_k(q))?;
     record_peak_rss(&mut figures, "query.peak_rss_kib");
     Ok(figures)
 }
@@ -120,37 +121,53 @@ impl Recall {
     /// how many of the top [`TOP_K`] it found.
     fn top_k(&self, query: &str, session: Option<u32>) -> Result<usize> {
         let view = self.store.read()?;
-        let stats = view.corpus_stats();
-        let n = stats.blocks as f64;
-        let avg_len = (stats.avg_len_user + stats.avg_len_assistant).max(1.0);
-        let mut scores: HashMap<u64, f64> = HashMap::new();
-        for anchor in query_anchors(query) {
-            let hash = ctxgate::store::anchor_hash(&anchor);
-            let df = view.df(hash)?;
-            if df == 0 {
-                continue;
-            }
-            // ctxgate's IDF (see measure's postings_read).
-            let idf = ((n + 1.0) / (df as f64 + 1.0)).ln() + 1.0;
-            let mut emit = |session: u32, p: Posting| {
-                let tf = f64::from(p.tf_user + p.tf_assistant);
-                let len = f64::from(p.len_user + p.len_assistant);
-                let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
-                *scores.entry((u64::from(session) << 32) | u64::from(p.turn)).or_default() += score;
-            };
-            match session {
-                Some(session) => view.session_postings(hash, session, |p| emit(session, p))?,
-                // One range scan across sessions: posting keys lead with the anchor.
-                None => view.anchor_postings(hash, &mut emit)?,
-            }
+        match session {
+            Some(_) => bm25_top_k(&view, query, session),
+            // The library's own search across sessions (`ctxgate::search`).
+            None => Ok(ctxgate::search::search(&view, query, TOP_K)?.hits.len()),
         }
-        let mut ranked: Vec<(u64, f64)> = scores.into_iter().collect();
-        let k = TOP_K.min(ranked.len());
-        if k > 0 && k < ranked.len() {
-            ranked.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
-        }
-        ranked.truncate(k);
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-        Ok(ranked.len())
     }
+
+    /// BM25 over every posting of every query anchor in every session: what the search
+    /// across sessions costs without pruning.
+    fn scan_top_k(&self, query: &str) -> Result<usize> {
+        bm25_top_k(&self.store.read()?, query, None)
+    }
+}
+
+/// BM25 over the postings of one session (or of all), through the public store API: every
+/// posting of every query anchor is scored.
+fn bm25_top_k(view: &View<ReadSource>, query: &str, session: Option<u32>) -> Result<usize> {
+    let stats = view.corpus_stats();
+    let n = stats.blocks as f64;
+    let avg_len = (stats.avg_len_user + stats.avg_len_assistant).max(1.0);
+    let mut scores: HashMap<u64, f64> = HashMap::new();
+    for anchor in query_anchors(query) {
+        let hash = ctxgate::store::anchor_hash(&anchor);
+        let df = view.df(hash)?;
+        if df == 0 {
+            continue;
+        }
+        // ctxgate's IDF (see measure's postings_read).
+        let idf = ((n + 1.0) / (df as f64 + 1.0)).ln() + 1.0;
+        let mut emit = |session: u32, p: Posting| {
+            let tf = f64::from(p.tf_user + p.tf_assistant);
+            let len = f64::from(p.len_user + p.len_assistant);
+            let score = idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
+            *scores.entry((u64::from(session) << 32) | u64::from(p.turn)).or_default() += score;
+        };
+        match session {
+            Some(session) => view.session_postings(hash, session, |p| emit(session, p))?,
+            // One range scan across sessions: posting keys lead with the anchor.
+            None => view.anchor_postings(hash, &mut emit)?,
+        }
+    }
+    let mut ranked: Vec<(u64, f64)> = scores.into_iter().collect();
+    let k = TOP_K.min(ranked.len());
+    if k > 0 && k < ranked.len() {
+        ranked.select_nth_unstable_by(k - 1, |a, b| b.1.total_cmp(&a.1));
+    }
+    ranked.truncate(k);
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok(ranked.len())
 }

@@ -74,6 +74,18 @@ fn rows() -> Vec<Row> {
             }
         }
     }
+    for state in ["warm", "reopen"] {
+        for q in ["p50", "p99"] {
+            rows.push(Row {
+                label: format!(
+                    "ctxgate top-20 global scoring every posting, {state}, {q} ms vs peers' global"
+                ),
+                unit: Unit::Ms,
+                ctxgate: Source::Key(format!("scan.global.{state}.{q}_ms")),
+                peer: Source::Key(format!("global.{state}.{q}_ms")),
+            });
+        }
+    }
     for (name, label) in [("select", "select (full)"), ("gate_postings", "gate + postings (as_of=0)")] {
         for state in ["warm", "reopen"] {
             for q in ["p50", "p99"] {
