@@ -15,8 +15,9 @@
 //! only the best `limit` turns are kept. MaxScore pruning (Turtle and Flood, 1995) skips most
 //! of the long lists: anchors are ordered by the most they can add to a score, and once the
 //! `limit`-th best score is above what the weakest anchors can add together, a turn holding
-//! only those cannot enter the result. Those anchors' lists are then no longer walked, only
-//! probed at the turns the other lists hold, stepping over whole chunks by their headers.
+//! only those cannot enter the result. Those anchors' lists are then no longer decoded whole,
+//! only probed at the turns the other lists hold: a chunk that ends before the probed turn is
+//! stepped over by its header (the range scan still visits it, without decoding it).
 //! Memory is one decoded chunk per anchor and the best `limit` turns, whatever the history's
 //! length. Pending (not yet folded) turns are scored from their forward records.
 
@@ -116,11 +117,10 @@ fn rank<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<(QueryAnc
     let mut sums = Sums::new();
     for (session, turn, forward) in view.pending().iter() {
         sums.clear();
+        // Lengths as folding will store them, so folding changes no score.
+        let (len_user, len_assistant) = (quantize_len(forward.len_user), quantize_len(forward.len_assistant));
         for (i, a) in scorer.anchors.iter().enumerate() {
             if let Some((tf_user, tf_assistant)) = forward.get(a.hash) {
-                // Lengths as folding will store them, so folding changes no score.
-                let len_user = quantize_len(forward.len_user);
-                let len_assistant = quantize_len(forward.len_assistant);
                 sums.add(&scorer, i, &Posting { turn, tf_user, tf_assistant, len_user, len_assistant });
             }
         }
@@ -149,21 +149,22 @@ fn evaluate(scorer: &Scorer, cursors: &mut [PostingCursor<'_>], best: &mut Best)
     for (k, &i) in order.iter().enumerate() {
         prefix[k + 1] = prefix[k] + scorer.max_contribution[i];
     }
-    // Anchors `order[..essential]` are probed only; a turn must hold one of the others.
+    // Anchors `order[..first_essential]` are probed only; a turn must hold one of the others.
     // A turn holding every anchor also gets the exact bonus.
     let bound_of_first = |k: usize| prefix[k] + if k == n { WEIGHT_EXACT } else { 0.0 };
-    let mut essential = 0;
+    let mut first_essential = 0;
     let mut sums = Sums::new();
     loop {
-        while essential < n && best.cannot_enter(bound_of_first(essential + 1)) {
-            essential += 1;
+        while first_essential < n && best.cannot_enter(bound_of_first(first_essential + 1)) {
+            first_essential += 1;
         }
-        let Some(key) = order[essential..].iter().filter_map(|&i| cursors[i].current().map(|(k, _)| k)).min()
+        let Some(key) =
+            order[first_essential..].iter().filter_map(|&i| cursors[i].current().map(|(k, _)| k)).min()
         else {
             return Ok(());
         };
         sums.clear();
-        for &i in &order[essential..] {
+        for &i in &order[first_essential..] {
             if let Some((k, p)) = cursors[i].current()
                 && k == key
             {
@@ -173,7 +174,7 @@ fn evaluate(scorer: &Scorer, cursors: &mut [PostingCursor<'_>], best: &mut Best)
         }
         // The probed anchors, strongest first, while the turn can still enter.
         let mut can_enter = true;
-        for k in (0..essential).rev() {
+        for k in (0..first_essential).rev() {
             let all_so_far = sums.count == n - k - 1;
             let bound = sums.partial + prefix[k + 1] + if all_so_far { WEIGHT_EXACT } else { 0.0 };
             if best.cannot_enter(bound) {
@@ -328,13 +329,17 @@ impl Ord for Ranked {
     }
 }
 
+/// Hits [`Best`] makes room for up front.
+const MAX_PREALLOCATED: usize = 1024;
+
 /// Scores are sums of a few dozen terms in different orders: bounds get this much slack so
 /// rounding never prunes a turn that belongs in the result.
 const BOUND_SLACK: f64 = 1e-9;
 
 impl Best {
     fn new(limit: usize) -> Self {
-        Best { limit, heap: BinaryHeap::with_capacity(limit + 1) }
+        // `limit` comes from the caller (a tool argument): room for the usual few, grown on need.
+        Best { limit, heap: BinaryHeap::with_capacity(limit.min(MAX_PREALLOCATED) + 1) }
     }
 
     /// True when no turn scoring at most `bound` can enter.
@@ -411,9 +416,17 @@ mod tests {
         let jsonl = dir.path().join("history.jsonl");
         let mut file = std::fs::File::create(&jsonl).unwrap();
         for s in 0..sessions {
-            for _ in 0..turns {
+            for t in 0..turns {
+                // Now and then a short turn repeating one word: scores close to the bounds
+                // pruning relies on, where an unsound bound shows.
+                let (user, assistant) = if t % 17 == 5 {
+                    let w = text(1);
+                    ([w.as_str(); 9].join(" "), format!("{w} {w} {w}"))
+                } else {
+                    (text(6), text(14))
+                };
                 let line =
-                    serde_json::json!({"session": format!("s{s}"), "user": text(6), "assistant": text(14)});
+                    serde_json::json!({"session": format!("s{s}"), "user": user, "assistant": assistant});
                 writeln!(file, "{line}").unwrap();
             }
         }
@@ -475,13 +488,20 @@ mod tests {
 
     #[test]
     fn pruned_search_returns_exactly_the_exhaustive_top() {
-        let (_dir, gk) = index(40, 30, 7);
-        let view = gk.store().read().unwrap();
-        assert!(view.pending().len() == 7, "the added turns stay pending");
+        // Many one-chunk lists; and few long sessions, whose lists span chunks to step over.
+        for (sessions, turns) in [(40, 30), (4, 450)] {
+            let (_dir, gk) = index(sessions, turns, 7);
+            let view = gk.store().read().unwrap();
+            assert!(view.pending().len() == 7, "the added turns stay pending");
+            same_as_exhaustive(&view);
+        }
+    }
+
+    fn same_as_exhaustive<S: Source>(view: &View<S>) {
         for query in QUERIES {
             for limit in [1, 3, 20, 100, 5000] {
-                let found = search(&view, query, limit).unwrap();
-                let expected = exhaustive(&view, query, limit);
+                let found = search(view, query, limit).unwrap();
+                let expected = exhaustive(view, query, limit);
                 assert!(!expected.is_empty(), "{query:?} finds something");
                 assert_eq!(found.hits.len(), expected.len(), "{query:?} limit {limit}");
                 for (got, want) in found.hits.iter().zip(&expected) {

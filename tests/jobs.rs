@@ -410,13 +410,20 @@ fn compact_reports_progress_phase_by_phase_up_to_every_list() -> TestResult {
     assert_eq!(report.lists_packed, lists);
     let mut phases: Vec<CompactPhase> = seen.iter().map(|p| p.phase).collect();
     phases.dedup();
-    assert_eq!(phases, [CompactPhase::Folding, CompactPhase::Packing, CompactPhase::Compacting]);
+    assert_eq!(
+        phases,
+        [CompactPhase::Folding, CompactPhase::Packing, CompactPhase::Ordering, CompactPhase::Compacting]
+    );
     let of_phase = |phase| -> Vec<(u64, u64)> {
         seen.iter().filter(|p| p.phase == phase).map(|p| (p.done, p.total)).collect()
     };
     assert_eq!(of_phase(CompactPhase::Folding), [(0, pending), (pending, pending)]);
     let packing: Vec<(u64, u64)> = throttled(lists).into_iter().map(|done| (done, lists)).collect();
     assert_eq!(of_phase(CompactPhase::Packing), packing);
+    let chunks = report.chunks_rewritten;
+    assert!(chunks >= report.chunks_after, "every chunk is rewritten in key order: {report:?}");
+    let ordering: Vec<(u64, u64)> = throttled(chunks).into_iter().map(|done| (done, chunks)).collect();
+    assert_eq!(of_phase(CompactPhase::Ordering), ordering);
     assert_eq!(of_phase(CompactPhase::Compacting), [(0, 0)]);
     let verified = gk.verify()?;
     assert!(verified.is_ok(), "{:?}", verified.problems);

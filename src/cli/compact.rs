@@ -29,6 +29,7 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
         "packed     {} posting lists ({} chunks -> {})",
         report.lists_packed, report.chunks_before, report.chunks_after
     );
+    let _ = writeln!(out, "rewrote    {} posting chunks in key order", report.chunks_rewritten);
     let _ = writeln!(
         out,
         "file       {:.1} MiB -> {:.1} MiB ({} -> {} bytes)",

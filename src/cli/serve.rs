@@ -15,6 +15,8 @@ pub struct Args {
 
 /// Serves until the client closes stdin. Logs go to stderr; stdout carries the protocol.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
+    // First, while this process has one thread: opening the index may start a scoring pool.
+    one_malloc_arena();
     let busy_timeout = std::time::Duration::try_from_secs_f64(global.busy_timeout)
         .map_err(|_| anyhow::anyhow!("--busy-timeout must be a number of seconds from 0 to 10^19"))?;
     let options = Options {
@@ -31,7 +33,6 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         Err(e) if e.kind() == "busy" => log::info!("{e}; serving anyway"),
         Err(e) => return Err(e.into()),
     }
-    one_malloc_arena();
     log::info!("serving {} over MCP on stdio", global.db.display());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -57,8 +58,8 @@ fn one_malloc_arena() {
     unsafe extern "C" {
         fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
     }
-    // SAFETY: `mallopt` only sets an allocator parameter; it is called before the server starts
-    // its threads, and glibc documents it as safe to call at any time.
+    // SAFETY: `mallopt` only sets an allocator parameter. glibc marks it MT-unsafe (it must not
+    // race other allocator calls): `run` calls this first, while the process has one thread.
     if unsafe { mallopt(M_ARENA_MAX, 1) } == 0 {
         log::debug!("mallopt(M_ARENA_MAX, 1) was refused; keeping glibc's default arenas");
     }

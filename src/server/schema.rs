@@ -204,7 +204,7 @@ struct SearchHit {
     /// The turn's id within the session.
     turn_id: u32,
     /// Its score: 1.5 x user-side BM25 + 0.7 x assistant-side BM25 (each normalized to [0, 1])
-    /// + 1 when it holds every query term.
+    /// + 1 when it holds every scored query term (framing words such as "how" are not scored).
     score: f64,
     /// The query terms it contains.
     matched_anchors: Vec<String>,

@@ -5,7 +5,8 @@
 //! scan reads an anchor's whole list in `(session, turn)` order. The cursor decodes one chunk
 //! at a time, and [`PostingCursor::seek`] steps over every chunk whose header says it ends
 //! before the target without decoding it: a reader that only probes a long list at a few turns
-//! pays for the chunks it lands in, not for the list.
+//! decodes the chunks it lands in; the range scan still visits the others, reading two
+//! varints of each.
 
 use super::error::{Error, corrupt};
 use super::keys::{block_key, split_posting_key};
@@ -81,5 +82,87 @@ impl<'v> PostingCursor<'v> {
             self.at = 0;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::keys::posting_key;
+    use super::super::{Store, StoreOptions};
+    use super::*;
+
+    /// An anchor's postings in sessions 0, 2 and 5 (several chunks each) and another anchor's,
+    /// written as the fold writes them.
+    fn store() -> (tempfile::TempDir, Store, Vec<(u64, Posting)>) {
+        let dir = tempfile::tempdir().unwrap();
+        let options = StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(1),
+            quick_repair: false,
+        };
+        let store = Store::open(&dir.path().join("index.redb"), &options).unwrap();
+        let mut expected = Vec::new();
+        store
+            .write(|view| -> Result<(), Error> {
+                for (session, turns) in [(0u32, 700u32), (2, 300), (5, 129)] {
+                    // Every third turn, so lists have gaps and chunks end on varied turns.
+                    let list: Vec<Posting> = (0..turns)
+                        .filter(|t| t % 3 != 1)
+                        .map(|turn| Posting {
+                            turn,
+                            tf_user: 1,
+                            tf_assistant: turn % 4,
+                            len_user: 5,
+                            len_assistant: 9,
+                        })
+                        .collect();
+                    for (no, chunk) in postings::encode_list(list.iter()).unwrap().iter().enumerate() {
+                        view.tables.postings.insert(posting_key(7, session, no as u32), chunk.as_slice())?;
+                    }
+                    expected.extend(list.iter().map(|p| (block_key(session, p.turn), *p)));
+                    let other = postings::encode_list([Posting { turn: 1, ..list[0] }].iter()).unwrap();
+                    view.tables.postings.insert(posting_key(8, session, 0), other[0].as_slice())?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        (dir, store, expected)
+    }
+
+    #[test]
+    fn advancing_reads_the_whole_list_in_order() {
+        let (_dir, store, expected) = store();
+        let view = store.read().unwrap();
+        let mut cursor = view.anchor_cursor(7).unwrap();
+        let mut got = Vec::new();
+        while let Some((key, p)) = cursor.current() {
+            got.push((key, *p));
+            cursor.advance().unwrap();
+        }
+        assert_eq!(got, expected);
+        assert!(view.anchor_cursor(9).unwrap().current().is_none(), "an anchor without postings");
+    }
+
+    #[test]
+    fn seek_lands_on_the_first_posting_at_or_after_the_target() {
+        let (_dir, store, expected) = store();
+        let view = store.read().unwrap();
+        // Targets inside chunks, on chunk ends and starts, between sessions, past the end, and
+        // behind the cursor (which does not move it back).
+        let mut targets: Vec<u64> = expected.iter().map(|(k, _)| *k).collect();
+        targets.extend([block_key(1, 0), block_key(3, 7), block_key(5, 129), block_key(9, 0)]);
+        for (step, &first) in targets.iter().enumerate().step_by(7) {
+            let mut cursor = view.anchor_cursor(7).unwrap();
+            for target in [first, first.saturating_sub(1), first + 1, targets[(step * 31) % targets.len()]] {
+                let before = cursor.current().map(|(k, _)| k);
+                cursor.seek(target).unwrap();
+                let want = expected.iter().find(|(k, _)| *k >= target.max(before.unwrap_or(0)));
+                let got = cursor.current().map(|(k, p)| (k, *p));
+                assert_eq!(got, want.copied(), "seek {target:x} from {before:x?}");
+                if got.is_none() {
+                    break;
+                }
+            }
+        }
     }
 }

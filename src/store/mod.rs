@@ -53,12 +53,12 @@ pub use view::{
 };
 
 use error::corrupt;
-use redb::ReadableDatabase;
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tables::{
-    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, SESSION_NAMES,
-    SESSIONS, TERMS, TURNS,
+    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
+    SESSION_NAMES, SESSIONS, TERMS, TURNS,
 };
 use view::Tables;
 
@@ -229,6 +229,39 @@ impl Store {
         Ok(result)
     }
 
+    /// Rewrites the posting chunks into a new table in key order that then replaces the old
+    /// one, in one durable transaction; calls `progress(chunks copied, chunks)` before the first
+    /// chunk and after each one (the caller throttles). Returns the number of chunks.
+    ///
+    /// A B-tree filled by inserts all over its key space (every fold adds to the lists of
+    /// anchors everywhere in it) splits pages and leaves them partly empty: at 100k imported
+    /// turns, 39% of the posting pages' bytes were unused. Loaded in key order, the pages fill
+    /// (there: 21,359 leaf pages -> 13,684). The turns table gains nothing from this: its
+    /// rows arrive in key order, and what its pages leave unused is the remainder of rows of
+    /// ~700 bytes in 4 KiB pages.
+    pub fn rewrite_postings_in_key_order(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_quick_repair(self.quick_repair);
+        let total = {
+            let old = txn.open_table(POSTINGS)?;
+            let mut new = txn.open_table(POSTINGS_REWRITE)?;
+            let total = old.len()?;
+            progress(0, total);
+            let mut copied = 0u64;
+            for entry in old.iter()? {
+                let (key, value) = entry?;
+                new.insert(key.value(), value.value())?;
+                copied += 1;
+                progress(copied, total);
+            }
+            copied
+        };
+        txn.delete_table(POSTINGS)?;
+        txn.rename_table(POSTINGS_REWRITE, POSTINGS)?;
+        txn.commit()?;
+        Ok(total)
+    }
+
     /// Compacts the file (redb `Database::compact`): moves pages down and truncates the free
     /// space at the end. Returns true if anything moved. Needs no open transaction.
     pub fn compact(&mut self) -> Result<bool, Error> {
@@ -314,5 +347,57 @@ fn with_busy_wait<T>(
             }
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaf_pages(store: &Store) -> u64 {
+        let txn = store.db.begin_read().unwrap();
+        txn.open_table(POSTINGS).unwrap().stats().unwrap().leaf_pages()
+    }
+
+    fn rows(store: &Store) -> Vec<(u128, Vec<u8>)> {
+        let txn = store.db.begin_read().unwrap();
+        let table = txn.open_table(POSTINGS).unwrap();
+        table.iter().unwrap().map(|e| e.map(|(k, v)| (k.value(), v.value().to_vec())).unwrap()).collect()
+    }
+
+    #[test]
+    fn postings_rewritten_in_key_order_keep_every_chunk_in_fewer_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let options =
+            StoreOptions { cache_bytes: 1 << 20, busy_timeout: Duration::from_secs(1), quick_repair: false };
+        let store = Store::open(&dir.path().join("index.redb"), &options).unwrap();
+        // Keys in a scrambled order, and chunks growing fold after fold, as folds write them:
+        // pages split and stay part empty.
+        for fold in 1..=4 {
+            store
+                .write(|view| -> Result<(), Error> {
+                    for i in 0..5_000u64 {
+                        let key = u128::from(i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+                        let len = fold * (10 + (i % 20) as usize);
+                        view.tables.postings.insert(key, vec![i as u8; len].as_slice())?;
+                    }
+                    Ok(())
+                })
+                .unwrap();
+        }
+        let (before, pages_before) = (rows(&store), leaf_pages(&store));
+        let mut reports = Vec::new();
+        let rewritten =
+            store.rewrite_postings_in_key_order(&mut |done, total| reports.push((done, total))).unwrap();
+        assert_eq!(rewritten, 5_000);
+        assert_eq!(reports.first(), Some(&(0, 5_000)));
+        assert_eq!(reports.last(), Some(&(5_000, 5_000)));
+        assert_eq!(rows(&store), before, "same chunks under the same keys");
+        let pages_after = leaf_pages(&store);
+        assert!(pages_after * 10 < pages_before * 9, "{pages_before} leaf pages -> {pages_after}");
+        let txn = store.db.begin_read().unwrap();
+        let names: Vec<String> =
+            txn.list_tables().unwrap().map(|t| redb::TableHandle::name(&t).to_string()).collect();
+        assert!(!names.contains(&"postings_rewrite".to_string()), "no scratch table left: {names:?}");
     }
 }

@@ -141,7 +141,7 @@ pub fn header(chunk: &[u8]) -> Result<(u32, u32), CorruptChunk> {
 pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), CorruptChunk> {
     let mut reader = Reader::new(chunk);
     let count = reader.varint()?;
-    let _last_turn = reader.varint()?;
+    let last_turn = reader.varint()?;
     let mut turn = 0u32;
     for i in 0..count {
         let delta = reader.varint()?;
@@ -162,6 +162,10 @@ pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), Corrupt
     }
     if reader.offset != chunk.len() {
         return Err(CorruptChunk { offset: reader.offset });
+    }
+    // Readers step over chunks by this header (`PostingCursor::seek`): it must be the truth.
+    if count > 0 && turn != last_turn {
+        return Err(CorruptChunk { offset: 0 });
     }
     Ok(())
 }
@@ -358,6 +362,11 @@ mod tests {
         let mut trailing = chunk.clone();
         trailing.push(0);
         assert!(decode(&trailing, |_| {}).is_err());
+        // A header whose last turn is not the body's: readers skip chunks by it.
+        assert_eq!(header(&chunk), Ok((2, 5)));
+        let mut understated = chunk.clone();
+        understated[1] = 4;
+        assert!(decode(&understated, |_| {}).is_err());
     }
 
     #[test]

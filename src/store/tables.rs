@@ -17,6 +17,9 @@ pub const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending")
 pub const TERMS: TableDefinition<u64, u64> = TableDefinition::new("terms");
 /// Posting key -> posting chunk ([`super::postings`]).
 pub const POSTINGS: TableDefinition<u128, &[u8]> = TableDefinition::new("postings");
+/// Scratch copy of [`POSTINGS`] while [`super::Store::rewrite_postings_in_key_order`] runs;
+/// renamed to `postings` in the same transaction, so a committed file never holds it.
+pub const POSTINGS_REWRITE: TableDefinition<u128, &[u8]> = TableDefinition::new("postings_rewrite");
 /// Evidence id -> postcard [`super::evidence::EvidenceRecord`].
 pub const EVIDENCE: TableDefinition<u32, &[u8]> = TableDefinition::new("evidence");
 /// Evidence ref -> evidence id.
