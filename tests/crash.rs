@@ -12,7 +12,8 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
     let env = TestEnv::new()?;
     let log = env.dir.path().join("big.jsonl");
     let sessions = ["alpha", "beta"];
-    let per_session = 12_000usize;
+    // Three batches of `ctxgate::import::BATCH_TURNS`: the kill lands after the first commit.
+    let per_session = 20_000usize;
     {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
         for i in 0..per_session {
