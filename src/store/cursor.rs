@@ -77,7 +77,7 @@ impl<'v> PostingCursor<'v> {
             if self.at < self.postings.len() {
                 return Ok(());
             }
-            // A header that overstates the chunk's last turn: read on rather than stop early.
+            // An empty chunk (never written, but not corrupt either): read on.
             self.postings.clear();
             self.at = 0;
         }
