@@ -12,7 +12,7 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
     let env = TestEnv::new()?;
     let log = env.dir.path().join("big.jsonl");
     let sessions = ["alpha", "beta"];
-    // Three batches of `ctxgate::import::BATCH_TURNS`: the kill lands after the first commit.
+    // Three batches of `ctxgate::import::BATCH_TURNS`, so the kill can land between commits.
     let per_session = 20_000usize;
     {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
@@ -104,5 +104,51 @@ fn a_rebuild_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     env.run(["rebuild"])?.ok()?;
     assert_eq!(answers(&env)?, before);
     assert!(!ctxgate::jobs::rebuild_path(&env.db).exists());
+    Ok(())
+}
+
+#[test]
+fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestResult {
+    let env = TestEnv::new()?;
+    // Three logs of new sessions, imported one after the other: each adds posting lists all
+    // over the tree, so `compact` has pages to rewrite in key order.
+    for file in 0..3 {
+        let log = env.dir.path().join(format!("log{file}.jsonl"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
+        for i in 0..6000 {
+            let line = serde_json::json!({
+                "session": format!("f{file}-s{}", i % 3),
+                "user": format!("why does service_{} time out after retry_policy_{}?", i % 53, i % 7),
+                "assistant": format!("worker_{} holds the lock for {} ms", i % 29, 50 + i % 400),
+            });
+            writeln!(out, "{line}")?;
+        }
+        drop(out);
+        env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    }
+    let answers = |env: &TestEnv| -> TestResult<Vec<String>> {
+        let mut out = Vec::new();
+        for q in ["service_7 time out", "worker_3 lock", "retry_policy_5"] {
+            out.push(env.run(["--json", "select", "--session", "f1-s1", q])?.ok()?.stdout);
+            out.push(env.run(["--json", "search", q])?.ok()?.stdout);
+        }
+        Ok(out)
+    };
+    let before = answers(&env)?;
+    let mut killed = 0;
+    for delay_ms in [20, 100, 300, 900] {
+        let mut child =
+            ctxgate().arg("--db").arg(&env.db).arg("compact").stdout(std::process::Stdio::null()).spawn()?;
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill()?;
+        killed += usize::from(child.wait()?.code().is_none());
+        assert_eq!(env.run(["verify"])?.code, Some(0), "after a kill at {delay_ms} ms");
+        assert_eq!(answers(&env)?, before, "after a kill at {delay_ms} ms");
+    }
+    assert!(killed > 0, "every compact finished before its kill: grow the logs");
+    let report: serde_json::Value = serde_json::from_str(&env.run(["--json", "compact"])?.ok()?.stdout)?;
+    assert_eq!(env.run(["verify"])?.code, Some(0));
+    assert_eq!(answers(&env)?, before);
+    assert!(report["bytes_after"].as_u64() <= report["bytes_before"].as_u64(), "{report}");
     Ok(())
 }

@@ -93,7 +93,7 @@ enum Command {
     Verify,
     /// Delete a session, or every session that ended before a date, with all its postings
     Forget(forget::Args),
-    /// Fold pending turns, pack posting chunks in key order and give free space back to the file system
+    /// Fold pending turns, pack and reorder posting chunks, and give free space back to the file system
     Compact,
     /// Derive every posting and count again from the stored turns, into a new file that replaces the old one
     Rebuild,

@@ -91,7 +91,7 @@ mod tests {
     use super::super::{Store, StoreOptions};
     use super::*;
 
-    /// An anchor's postings in sessions 0, 2 and 5 (several chunks each) and another anchor's,
+    /// An anchor's postings in sessions 0, 2 and 5 (4, 2 and 1 chunks) and another anchor's,
     /// written as the fold writes them.
     fn store() -> (tempfile::TempDir, Store, Vec<(u64, Posting)>) {
         let dir = tempfile::tempdir().unwrap();
@@ -105,7 +105,7 @@ mod tests {
         store
             .write(|view| -> Result<(), Error> {
                 for (session, turns) in [(0u32, 700u32), (2, 300), (5, 129)] {
-                    // Every third turn, so lists have gaps and chunks end on varied turns.
+                    // Two turns of every three, so lists have gaps and chunks end on varied turns.
                     let list: Vec<Posting> = (0..turns)
                         .filter(|t| t % 3 != 1)
                         .map(|turn| Posting {
