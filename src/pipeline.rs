@@ -9,7 +9,7 @@ use crate::prune;
 use crate::query::{self, QueryAnchors};
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::select::{self, Offer, Policy};
-use crate::store::postings::{self, Posting};
+use crate::store::postings::Posting;
 use crate::store::records::{ForwardRecord, SessionRecord};
 use crate::store::{Source, View, anchor_hash};
 use crate::tokens::TokenEstimator;
@@ -407,16 +407,7 @@ fn session_postings<S: Source>(
             if turn >= as_of {
                 break;
             }
-            if let Some((tf_user, tf_assistant)) = forward.get(anchor.hash) {
-                // Lengths as the folded postings will store them, so folding changes no score.
-                list.push(Posting {
-                    turn,
-                    tf_user,
-                    tf_assistant,
-                    len_user: postings::quantize_len(forward.len_user),
-                    len_assistant: postings::quantize_len(forward.len_assistant),
-                });
-            }
+            list.extend(forward.posting(turn, anchor.hash));
         }
         postings.push(list);
     }

@@ -27,7 +27,6 @@ use crate::pipeline::framing_mask;
 use crate::prune;
 use crate::query::{QueryAnchor, QueryAnchors};
 use crate::recall::{BM25_K1, WEIGHT_ASSISTANT, WEIGHT_EXACT, WEIGHT_USER, bm25};
-use crate::store::postings::quantize_len;
 use crate::store::{CorpusStats, Posting, PostingCursor, Source, View, split_block_key};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -117,11 +116,9 @@ fn rank<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<(QueryAnc
     let mut sums = Sums::new();
     for (session, turn, forward) in view.pending().iter() {
         sums.clear();
-        // Lengths as folding will store them, so folding changes no score.
-        let (len_user, len_assistant) = (quantize_len(forward.len_user), quantize_len(forward.len_assistant));
         for (i, a) in scorer.anchors.iter().enumerate() {
-            if let Some((tf_user, tf_assistant)) = forward.get(a.hash) {
-                sums.add(&scorer, i, &Posting { turn, tf_user, tf_assistant, len_user, len_assistant });
+            if let Some(p) = forward.posting(turn, a.hash) {
+                sums.add(&scorer, i, &p);
             }
         }
         best.offer(scorer.hit(session, turn, &sums));
@@ -452,14 +449,7 @@ mod tests {
             })
             .unwrap();
             for (session, turn, forward) in view.pending().iter() {
-                if let Some((tf_user, tf_assistant)) = forward.get(a.hash) {
-                    let p = Posting {
-                        turn,
-                        tf_user,
-                        tf_assistant,
-                        len_user: quantize_len(forward.len_user),
-                        len_assistant: quantize_len(forward.len_assistant),
-                    };
+                if let Some(p) = forward.posting(turn, a.hash) {
                     turns.entry((session, turn)).or_insert_with(Sums::new).add(&scorer, i, &p);
                 }
             }

@@ -72,19 +72,7 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
 #[test]
 fn a_rebuild_killed_at_any_point_leaves_the_index_answering_as_before() -> TestResult {
     let env = TestEnv::new()?;
-    let log = env.dir.path().join("log.jsonl");
-    {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
-        for i in 0..4000 {
-            let line = serde_json::json!({
-                "session": format!("s{}", i % 3),
-                "user": format!("why does service_{} time out after retry_policy_{}?", i % 53, i % 7),
-                "assistant": format!("worker_{} holds the lock for {} ms", i % 29, 50 + i % 400),
-            });
-            writeln!(out, "{line}")?;
-        }
-    }
-    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    import_service_log(&env, "log.jsonl", 4000, |i| format!("s{}", i % 3))?;
     let answers = |env: &TestEnv| -> TestResult<Vec<String>> {
         ["service_7 time out", "worker_3 lock", "retry_policy_5"]
             .iter()
@@ -93,10 +81,7 @@ fn a_rebuild_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     };
     let before = answers(&env)?;
     for delay_ms in [30, 250, 900] {
-        let mut child = ctxgate().arg("--db").arg(&env.db).arg("rebuild").spawn()?;
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill()?;
-        child.wait()?;
+        kill_after(&env, "rebuild", delay_ms)?;
         assert_eq!(env.run(["verify"])?.code, Some(0), "after a kill at {delay_ms} ms");
         assert_eq!(answers(&env)?, before, "after a kill at {delay_ms} ms");
     }
@@ -113,18 +98,7 @@ fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     // Three logs of new sessions, imported one after the other: each adds posting lists all
     // over the tree, so `compact` has pages to rewrite in key order.
     for file in 0..3 {
-        let log = env.dir.path().join(format!("log{file}.jsonl"));
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
-        for i in 0..6000 {
-            let line = serde_json::json!({
-                "session": format!("f{file}-s{}", i % 3),
-                "user": format!("why does service_{} time out after retry_policy_{}?", i % 53, i % 7),
-                "assistant": format!("worker_{} holds the lock for {} ms", i % 29, 50 + i % 400),
-            });
-            writeln!(out, "{line}")?;
-        }
-        drop(out);
-        env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+        import_service_log(&env, &format!("log{file}.jsonl"), 6000, |i| format!("f{file}-s{}", i % 3))?;
     }
     let answers = |env: &TestEnv| -> TestResult<Vec<String>> {
         let mut out = Vec::new();
@@ -137,11 +111,7 @@ fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     let before = answers(&env)?;
     let mut killed = 0;
     for delay_ms in [20, 100, 300, 900] {
-        let mut child =
-            ctxgate().arg("--db").arg(&env.db).arg("compact").stdout(std::process::Stdio::null()).spawn()?;
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill()?;
-        killed += usize::from(child.wait()?.code().is_none());
+        killed += usize::from(kill_after(&env, "compact", delay_ms)?);
         assert_eq!(env.run(["verify"])?.code, Some(0), "after a kill at {delay_ms} ms");
         assert_eq!(answers(&env)?, before, "after a kill at {delay_ms} ms");
     }
@@ -151,4 +121,37 @@ fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     assert_eq!(answers(&env)?, before);
     assert!(report["bytes_after"].as_u64() <= report["bytes_before"].as_u64(), "{report}");
     Ok(())
+}
+
+/// Writes `turns` turns about services and workers as canonical JSONL to `name` in the test's
+/// directory, turn `i` in session `session(i)`, and imports it.
+fn import_service_log(
+    env: &TestEnv,
+    name: &str,
+    turns: usize,
+    session: impl Fn(usize) -> String,
+) -> TestResult {
+    let log = env.dir.path().join(name);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
+    for i in 0..turns {
+        let line = serde_json::json!({
+            "session": session(i),
+            "user": format!("why does service_{} time out after retry_policy_{}?", i % 53, i % 7),
+            "assistant": format!("worker_{} holds the lock for {} ms", i % 29, 50 + i % 400),
+        });
+        writeln!(out, "{line}")?;
+    }
+    drop(out);
+    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    Ok(())
+}
+
+/// Runs `ctxgate COMMAND` on the index and sends it SIGKILL after `delay_ms`; true if the kill
+/// ended it (false: it had finished).
+fn kill_after(env: &TestEnv, command: &str, delay_ms: u64) -> TestResult<bool> {
+    let mut child =
+        ctxgate().arg("--db").arg(&env.db).arg(command).stdout(std::process::Stdio::null()).spawn()?;
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    child.kill()?;
+    Ok(child.wait()?.code().is_none())
 }

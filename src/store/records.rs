@@ -1,6 +1,7 @@
 //! Records stored as postcard values. Every change to a field here bumps
 //! [`super::format::FORMAT_VERSION`] and its golden test in this file.
 
+use super::postings::{Posting, quantize_len};
 use serde::{Deserialize, Serialize};
 
 /// Index-wide metadata: what wrote the file, and the statistics of folded blocks.
@@ -138,6 +139,18 @@ impl ForwardRecord {
             .ok()
             .and_then(|i| self.entries.get(i))
             .map(|e| (e.1, e.2))
+    }
+
+    /// The turn's posting for `hash`, if it has that anchor, as folding will store it: side
+    /// lengths quantized to their norms, so folding changes no score of a pending turn.
+    pub fn posting(&self, turn: u32, hash: u64) -> Option<Posting> {
+        self.get(hash).map(|(tf_user, tf_assistant)| Posting {
+            turn,
+            tf_user,
+            tf_assistant,
+            len_user: quantize_len(self.len_user),
+            len_assistant: quantize_len(self.len_assistant),
+        })
     }
 }
 
