@@ -129,7 +129,12 @@ impl EvidenceRef {
         for part in &components[..components.len() - 1] {
             dir.push(part);
             if dir.symlink_metadata().is_err() {
-                std::fs::create_dir(&dir).map_err(|source| ResolveError::Io { path: dir.clone(), source })?;
+                match std::fs::create_dir(&dir) {
+                    // Made meanwhile by another thread storing a document beside this one (an
+                    // import stores a session's outputs in parallel): checked below like any.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    made => made.map_err(|source| ResolveError::Io { path: dir.clone(), source })?,
+                }
             }
             let real = canonical(&dir)?;
             if !real.starts_with(&real_root) {
@@ -174,6 +179,33 @@ fn canonical(path: &Path) -> Result<PathBuf, ResolveError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn documents_stored_at_once_share_their_new_directories() -> Result<(), Box<dyn std::error::Error>> {
+        // Threads storing outputs of one session all find `tool-output/<session>/` missing,
+        // and all make it; none may fail because another made it first.
+        for round in 0..20 {
+            let root = tempfile::tempdir()?;
+            let barrier = std::sync::Barrier::new(8);
+            let results: Vec<Result<PathBuf, ResolveError>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..8)
+                    .map(|i| {
+                        let (root, barrier) = (root.path(), &barrier);
+                        scope.spawn(move || {
+                            barrier.wait();
+                            EvidenceRef(format!("tool-output/s{round}/call-{i}.txt")).resolve_new(root)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            });
+            assert_eq!(results.len(), 8);
+            for result in results {
+                assert!(result?.starts_with(root.path().join(format!("tool-output/s{round}"))));
+            }
+        }
+        Ok(())
+    }
 
     #[test]
     fn lexical_rules() {
