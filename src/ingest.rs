@@ -38,6 +38,11 @@ impl PreparedTurn {
         let gate_filter = GateFilter::from_parts(framing, trigrams);
         PreparedTurn { user, assistant, time, tools, user_anchors, gate_filter, forward }
     }
+
+    /// The turn's anchors, merged over both sides.
+    pub fn anchors(&self) -> &ForwardRecord {
+        &self.forward
+    }
 }
 
 /// The session named `name`, created if it does not exist.
@@ -63,16 +68,16 @@ pub fn append_turn(
 /// but folded into the postings before this transaction commits (`View::put_turn_to_fold`).
 /// Readers see the same index either way. The turn's texts and anchor lists are handed back
 /// instead of freed here: a bulk writer frees them when no other thread is allocating
-/// (see `import::writer`).
+/// (see `import::writer`), with the turn's id.
 pub fn append_turn_to_fold(
     view: &mut View<WriteSource<'_>>,
     id: u32,
     record: &mut SessionRecord,
     turn: PreparedTurn,
-) -> Result<Spent> {
+) -> Result<(u32, Spent)> {
     let mut spent = Spent::default();
-    append(view, id, record, turn, Pending::FoldInTransaction, Some(&mut spent))?;
-    Ok(spent)
+    let turn_id = append(view, id, record, turn, Pending::FoldInTransaction, Some(&mut spent))?;
+    Ok((turn_id, spent))
 }
 
 /// What adding a turn used and no longer needs.

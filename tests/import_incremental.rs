@@ -225,3 +225,26 @@ fn an_unreadable_or_unknown_file_is_named() -> TestResult {
     assert!(err.to_string().contains("blob.jsonl:1: not valid UTF-8"), "{err}");
     Ok(())
 }
+
+#[test]
+fn an_import_folds_turns_added_one_at_a_time_before_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = open(dir.path())?;
+    // Turns added one at a time wait, unfolded, until enough of them are pending.
+    let session = gk.session("a")?;
+    session.add_turn("deploy the nginx proxy", "set proxy_pass to the upstream")?;
+    session.add_turn("and the certificate?", "certbot renews it")?;
+    assert_eq!(gk.stats()?.pending_turns, 2);
+    let log = dir.path().join("log.jsonl");
+    std::fs::write(
+        &log,
+        line("b", "nginx certificate renewal", "certbot again") + &line("b", "proxy", "upstream"),
+    )?;
+    assert_eq!(import(&gk, &log)?.new_turns, 2);
+    let stats = gk.stats()?;
+    assert_eq!((stats.turns, stats.pending_turns), (4, 0), "the import folded every pending turn");
+    let report = gk.verify()?;
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(report.turns, 4);
+    Ok(())
+}

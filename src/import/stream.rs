@@ -12,6 +12,7 @@ use super::writer::{BATCH_TURNS, Batch, Writer};
 use super::{FileReport, Format, SessionReport, jsonl};
 use crate::gatekeeper::Gatekeeper;
 use crate::store::records::next_digest;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -45,12 +46,13 @@ pub fn import(
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut positions: HashMap<String, u64> = HashMap::new();
     let mut skipped = Vec::new();
-    for_each_line(path, |line_no, raw| {
-        let line = match check(path, line_no, raw, &mut positions) {
+    for item in ParsedLines::open(path)? {
+        let (line_no, parsed) = item?;
+        let line = match check(path, line_no, parsed, &mut positions) {
             Ok(line) => line,
             Err(e) if skip_invalid => {
                 skipped.push(Skipped { line: line_no, reason: jsonl::reason(&e) });
-                return Ok(());
+                continue;
             }
             Err(e) => return Err(e.into()),
         };
@@ -89,8 +91,7 @@ pub fn import(
             }
         }
         scan.turns += 1;
-        Ok(())
-    })?;
+    }
     for scan in &scans {
         let digest_matches = scan.turns >= scan.stored && scan.digest == scan.record_digest;
         if scan.offset == 0
@@ -106,17 +107,17 @@ pub fn import(
     // Pass 2: the new turns, a batch at a time.
     let existing: Vec<usize> = scans.iter().map(|s| s.turns.min(s.stored)).collect();
     let destinations: Vec<(String, Option<String>)> = scans.iter().map(|s| (s.name.clone(), None)).collect();
-    let lines = LineReader::open(path)?;
+    let lines = ParsedLines::open(path)?;
     let mut seen = vec![0usize; scans.len()];
     let mut positions: HashMap<String, u64> = HashMap::new();
     let skip = existing.clone();
     let mut lines = lines.filter_map(move |item| {
-        let (line_no, raw) = match item {
+        let (line_no, parsed) = match item {
             Ok(item) => item,
             Err(e) => return Some(Err(e)),
         };
         // Pass 1 checked every line: the ones it skipped are skipped again.
-        let line = check(path, line_no, &raw, &mut positions).ok()?;
+        let line = check(path, line_no, parsed, &mut positions).ok()?;
         let name = forced_session.unwrap_or(&line.session);
         let i = *by_name.get(name)?;
         seen[i] += 1;
@@ -162,14 +163,14 @@ pub fn import(
     })
 }
 
-/// Parses one line and checks its `turn` against its position in its session in this file.
+/// Checks a parsed line's `turn` against its position in its session in this file.
 fn check(
     path: &Path,
     line_no: u64,
-    raw: &str,
+    parsed: Result<jsonl::Line, Error>,
     positions: &mut HashMap<String, u64>,
 ) -> Result<jsonl::Line, Error> {
-    let line = jsonl::parse_line(path, line_no, raw)?;
+    let line = parsed?;
     let position = positions.get(&line.session).copied().unwrap_or(0);
     if let Some(turn) = line.turn
         && turn != position
@@ -209,33 +210,79 @@ fn find_conflict(
     let mut position = 0usize;
     let mut found = None;
     let mut positions = HashMap::new();
-    for_each_line(path, |line_no, raw| {
-        let Ok(line) = check(path, line_no, raw, &mut positions) else { return Ok(()) };
+    for item in ParsedLines::open(path)? {
+        let (line_no, parsed) = item?;
+        let Ok(line) = check(path, line_no, parsed, &mut positions) else { continue };
         if found.is_some() || position >= scan.stored || forced_session.unwrap_or(&line.session) != scan.name
         {
-            return Ok(());
+            continue;
         }
         let stored = view.turn_record(id, position as u32)?;
         if stored.is_none_or(|s| s.user != line.user || s.assistant != line.assistant) {
             found = Some(position);
         }
         position += 1;
-        Ok(())
-    })?;
+    }
     // Every compared turn equal but the digests differ: only a hash collision could do that.
     let collided = found.is_none() && scan.turns >= scan.stored;
     Ok(found.or(collided.then(|| scan.stored - 1)).map(|turn| conflict(path, scan, turn)))
 }
 
-fn for_each_line(
-    path: &Path,
-    mut each: impl FnMut(u64, &str) -> Result<(), crate::Error>,
-) -> Result<(), crate::Error> {
-    for item in LineReader::open(path)? {
-        let (line_no, raw) = item?;
-        each(line_no, &raw)?;
+/// Lines parsed per block: a few MB of text, parsed on the rayon pool.
+const PARSE_BLOCK: usize = 4096;
+
+/// The lines of a file, each parsed, in order. Lines are parsed a block at a time on the
+/// rayon pool: parsing JSON is most of the work of reading a file, and both passes read it
+/// all.
+struct ParsedLines {
+    path: std::path::PathBuf,
+    lines: LineReader,
+    /// Parsed lines of the current block, then a read error if the block ended on one.
+    ready: std::vec::IntoIter<ParsedItem>,
+}
+
+type ParsedItem = Result<(u64, Result<jsonl::Line, Error>), crate::Error>;
+
+impl ParsedLines {
+    fn open(path: &Path) -> Result<Self, Error> {
+        Ok(ParsedLines {
+            path: path.to_path_buf(),
+            lines: LineReader::open(path)?,
+            ready: Vec::new().into_iter(),
+        })
     }
-    Ok(())
+}
+
+impl Iterator for ParsedLines {
+    type Item = ParsedItem;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(item) = self.ready.next() {
+            return Some(item);
+        }
+        let mut raw = Vec::with_capacity(PARSE_BLOCK);
+        let mut failed = None;
+        for item in self.lines.by_ref() {
+            match item {
+                Ok(line) => raw.push(line),
+                Err(e) => {
+                    failed = Some(e); // handed out after the lines before it
+                    break;
+                }
+            }
+            if raw.len() == PARSE_BLOCK {
+                break;
+            }
+        }
+        let path = self.path.as_path();
+        let mut parsed: Vec<ParsedItem> = raw
+            .into_par_iter()
+            .map(|(line_no, text)| Ok((line_no, jsonl::parse_line(path, line_no, &text))))
+            .collect();
+        parsed.extend(failed.map(Err));
+        self.ready = parsed.into_iter();
+        self.ready.next()
+    }
 }
 
 /// Non-blank lines of a file with their 1-based numbers; a line that is not UTF-8 is an error.

@@ -1,11 +1,14 @@
 //! Writing imported turns: batches of [`BATCH_TURNS`] turns, one transaction each.
 //!
-//! Anchor extraction of the next batch runs on the rayon pool while the current batch is
-//! written (gate, store, fold, commit on one thread), so both cores work.
+//! Anchor extraction of the next batch, and the grouping of its postings by anchor, run on
+//! the rayon pool while the current batch is written (gate, store, fold, commit on one
+//! thread), so both cores work.
 
 use super::turns::ParsedTurn;
 use crate::gatekeeper::Gatekeeper;
 use crate::ingest::{self, PreparedTurn};
+use crate::store::block_key;
+use crate::store::grouped::{Grouped, NewBlock};
 use crate::store::records::{SessionRecord, ToolRecord};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -63,14 +66,18 @@ impl<'g> Writer<'g> {
     /// Writes one batch in one transaction and returns what its turns no longer need, for the
     /// caller to free while no other thread allocates: freed here, beside the next batch's
     /// extraction, glibc's per-arena locks made those frees a fifth of the import's time.
-    fn write_batch(&self, batch: Vec<(usize, PreparedTurn)>) -> Result<Vec<ingest::Spent>, crate::Error> {
+    fn write_batch(&self, batch: PreparedBatch) -> Result<Vec<ingest::Spent>, crate::Error> {
         let started = Instant::now();
+        let PreparedBatch { turns: batch, ranks, mut blocks, grouped } = batch;
         let turns = batch.len();
         let mut fold_time = Duration::ZERO;
         let mut spent = Vec::with_capacity(turns);
         self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
+            // Turns added one at a time and not folded yet go first: the batch's fold takes
+            // exactly the batch.
+            view.fold()?;
             let mut current: Option<(usize, u32, SessionRecord)> = None;
-            for (i, turn) in batch {
+            for ((i, turn), rank) in batch.into_iter().zip(ranks) {
                 if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
                     if let Some((_, id, record)) = current.take() {
                         view.put_session(id, &record)?;
@@ -84,14 +91,18 @@ impl<'g> Writer<'g> {
                     current = Some((i, id, record));
                 }
                 if let Some((_, id, record)) = current.as_mut() {
-                    spent.push(ingest::append_turn_to_fold(view, *id, record, turn)?);
+                    let (turn_id, turn_spent) = ingest::append_turn_to_fold(view, *id, record, turn)?;
+                    if let Some(block) = blocks.get_mut(rank as usize) {
+                        block.key = block_key(*id, turn_id);
+                    }
+                    spent.push(turn_spent);
                 }
             }
             if let Some((_, id, record)) = current.take() {
                 view.put_session(id, &record)?;
             }
             let fold_started = Instant::now();
-            view.fold()?;
+            view.fold_grouped(&grouped, &blocks)?;
             fold_time = fold_started.elapsed();
             Ok(())
         })?;
@@ -104,9 +115,22 @@ impl<'g> Writer<'g> {
     }
 }
 
-/// Extracts the anchors of a batch in parallel.
-fn prepare(batch: Batch) -> Vec<(usize, PreparedTurn)> {
-    batch
+/// A batch ready to write: its turns with their anchors, and their postings grouped by anchor
+/// for the fold.
+#[derive(Default)]
+struct PreparedBatch {
+    turns: Vec<(usize, PreparedTurn)>,
+    /// Each turn's index in `blocks`.
+    ranks: Vec<u32>,
+    /// The fold's block table: the batch in session order (each session's turns consecutive,
+    /// in file order). The writer fills in the keys as it assigns turn ids.
+    blocks: Vec<NewBlock>,
+    grouped: Grouped,
+}
+
+/// Extracts the anchors of a batch and groups its postings, in parallel.
+fn prepare(batch: Batch) -> PreparedBatch {
+    let turns: Vec<(usize, PreparedTurn)> = batch
         .into_par_iter()
         .map(|(i, turn)| {
             let tools = turn
@@ -121,5 +145,18 @@ fn prepare(batch: Batch) -> Vec<(usize, PreparedTurn)> {
                 .collect();
             (i, PreparedTurn::new(turn.user, turn.assistant, turn.time, tools))
         })
-        .collect()
+        .collect();
+    // Session order; stable, so each session's turns keep their file (= turn id) order.
+    let mut order: Vec<u32> = (0..turns.len() as u32).collect();
+    order.sort_by_key(|&position| turns[position as usize].0);
+    let mut ranks = vec![0u32; turns.len()];
+    let mut blocks = Vec::with_capacity(turns.len());
+    for (rank, &position) in (0u32..).zip(&order) {
+        ranks[position as usize] = rank;
+        let anchors = turns[position as usize].1.anchors();
+        blocks.push(NewBlock { key: 0, len_user: anchors.len_user, len_assistant: anchors.len_assistant });
+    }
+    let in_session_order = order.iter().map(|&position| &turns[position as usize].1.anchors().entries[..]);
+    let grouped = Grouped::by_anchor((0u32..).zip(in_session_order));
+    PreparedBatch { turns, ranks, blocks, grouped }
 }

@@ -34,6 +34,7 @@ mod cursor;
 mod error;
 pub(crate) mod evidence;
 mod format;
+pub(crate) mod grouped;
 mod keys;
 pub(crate) mod postings;
 pub(crate) mod records;
@@ -45,7 +46,7 @@ pub use cursor::PostingCursor;
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub use keys::anchor_hash;
-pub(crate) use keys::split_block_key;
+pub(crate) use keys::{block_key, split_block_key};
 pub use postings::Posting;
 pub use source_index::SourceIndex;
 pub use view::{

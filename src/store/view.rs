@@ -6,6 +6,7 @@
 
 use super::cursor::PostingCursor;
 use super::error::{Error, corrupt};
+use super::grouped::{Grouped, NewBlock, NewPosting};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
@@ -237,19 +238,20 @@ impl<S: Source> View<S> {
 
     /// Document frequency of an anchor over the whole index.
     pub fn df(&self, hash: u64) -> Result<u64, Error> {
-        let cached = self.df_cache.lock().ok().and_then(|cache| cache.get(&hash).copied());
-        let folded = match cached {
-            Some(df) => df,
-            None => {
-                let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
-                if let Ok(mut cache) = self.df_cache.lock() {
-                    cache.insert(hash, df);
-                }
-                df
-            }
-        };
         let pending = self.pending.df.get(&hash).copied().unwrap_or(0);
-        Ok(folded + u64::from(pending))
+        Ok(self.folded_df(hash)? + u64::from(pending))
+    }
+
+    /// Document frequency of an anchor over the folded blocks.
+    fn folded_df(&self, hash: u64) -> Result<u64, Error> {
+        if let Some(df) = self.df_cache.lock().ok().and_then(|cache| cache.get(&hash).copied()) {
+            return Ok(df);
+        }
+        let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+        if let Ok(mut cache) = self.df_cache.lock() {
+            cache.insert(hash, df);
+        }
+        Ok(df)
     }
 
     /// What the index holds.
@@ -438,93 +440,78 @@ impl View<WriteSource<'_>> {
     }
 
     /// Folds every pending turn into the posting chunks and document frequencies.
-    ///
-    /// Postings are grouped by anchor (each group in session and turn order, as the pending
-    /// turns are), so each list's tail chunk is read and rewritten once, in key order.
     pub fn fold(&mut self) -> Result<(), Error> {
+        if self.pending.blocks.is_empty() {
+            return Ok(());
+        }
+        // Pending turns are in block-key order: each session's blocks are consecutive.
+        let blocks: Vec<NewBlock> = (self.pending.blocks.iter())
+            .map(|(key, f)| NewBlock { key: *key, len_user: f.len_user, len_assistant: f.len_assistant })
+            .collect();
+        let grouped =
+            Grouped::by_anchor((0u32..).zip(self.pending.blocks.iter().map(|(_, f)| &f.entries[..])));
+        self.fold_grouped(&grouped, &blocks)
+    }
+
+    /// Folds every pending turn, given their postings already grouped (a bulk writer groups a
+    /// batch on the rayon pool while the previous one is written). `blocks` must be exactly the
+    /// pending turns, each session's consecutive and in turn order, and `grouped` exactly their
+    /// anchors: both are checked, since a mismatch would write wrong postings.
+    ///
+    /// Each list's tail chunk is read and rewritten once, anchor by anchor in key order.
+    pub fn fold_grouped(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
         let pending = std::mem::take(&mut self.pending);
+        check_fold_input(&pending, grouped, blocks)?;
         if pending.blocks.is_empty() {
             return Ok(());
         }
-        // Postings grouped by anchor, by a counting sort: `pending.df` holds each anchor's
-        // posting count, so each group's place in one flat vector is known before it is
-        // filled. Pending turns are in (session, turn) order, so each group is too: the order
-        // of its posting keys.
-        let mut anchors: Vec<(u64, u32)> = pending.df.iter().map(|(&h, &n)| (h, n)).collect();
-        anchors.sort_unstable();
-        let mut cursor: IdentityHashMap<u64, usize> = IdentityHashMap::default();
-        cursor.reserve(anchors.len());
-        let mut total = 0usize;
-        for &(hash, count) in &anchors {
-            cursor.insert(hash, total);
-            total += count as usize;
-        }
-        // Each posting as `block index << 32 | entry index`: 8 bytes, and zeros from the
-        // allocator need no filling.
-        let mut grouped: Vec<u64> = vec![0; total];
-        for (block, (_, forward)) in pending.blocks.iter().enumerate() {
-            for (entry, &(hash, _, _)) in forward.entries.iter().enumerate() {
-                // Every entry's anchor was counted into `pending.df` when its turn was added.
-                let slot =
-                    cursor.get_mut(&hash).ok_or_else(|| corrupt("pending postings", "uncounted anchor"))?;
-                if let Some(place) = grouped.get_mut(*slot) {
-                    *place = ((block as u64) << 32) | entry as u64;
-                }
-                *slot += 1;
-            }
-        }
-        // Each cursor must end where the next anchor's group starts: a miscount would have
-        // mixed two groups.
-        let mut group_end = 0usize;
-        for (hash, count) in &anchors {
-            group_end += *count as usize;
-            if cursor.get(hash) != Some(&group_end) {
-                return Err(corrupt("pending postings", format!("anchor {hash:x} miscounted")));
-            }
-        }
-        let posting_at = |code: u64| {
-            // Codes were made above from the indexes of `pending.blocks` and their entries.
-            let (key, forward) = &pending.blocks[(code >> 32) as usize];
-            let (_, tf_user, tf_assistant) = forward.entries[code as u32 as usize];
-            let (session, turn) = split_block_key(*key);
-            let (len_user, len_assistant) = (forward.len_user, forward.len_assistant);
-            (session, Posting { turn, tf_user, tf_assistant, len_user, len_assistant })
-        };
         // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
         // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
         let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
+        let posting_of = |p: &NewPosting| {
+            // `check_fold_input` saw every block index in range.
+            let block = &blocks[p.block as usize];
+            let (session, turn) = split_block_key(block.key);
+            let (tf_user, tf_assistant) = (p.tf_user, p.tf_assistant);
+            let (len_user, len_assistant) = (block.len_user, block.len_assistant);
+            (session, Posting { turn, tf_user, tf_assistant, len_user, len_assistant })
+        };
         let mut lists = 0usize;
-        let mut group: Vec<(u32, Posting)> = Vec::new();
-        let mut group_start = 0usize;
-        for (hash, count) in anchors {
-            let group_end = group_start + count as usize;
-            group.clear();
-            group.extend(grouped[group_start..group_end].iter().map(|&code| posting_at(code)));
-            group_start = group_end;
-            let mut start = 0;
-            while start < group.len() {
-                let session = group[start].0;
-                let end = start + group[start..].partition_point(|(s, _)| *s == session);
-                let list = group[start..end].iter().map(|(_, p)| p);
+        let mut list: Vec<Posting> = Vec::new();
+        let mut new_df = IdentityHashMap::default();
+        new_df.reserve(pending.df.len());
+        for (hash, group) in grouped.groups() {
+            // Each session's postings are consecutive (the block table's order).
+            let mut postings = group.iter().map(posting_of).peekable();
+            while let Some((session, first)) = postings.next() {
+                list.clear();
+                list.push(first);
+                while let Some((_, posting)) = postings.next_if(|(s, _)| *s == session) {
+                    list.push(posting);
+                }
                 if fresh.binary_search(&session).is_ok() {
-                    let chunks = postings::encode_list(list).map_err(|e| corrupt("pending postings", e))?;
+                    let chunks =
+                        postings::encode_list(list.iter()).map_err(|e| corrupt("pending postings", e))?;
                     for (chunk_no, chunk) in (0u32..).zip(chunks) {
                         self.tables
                             .postings
                             .insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
                     }
                 } else {
-                    self.append_to_tail(hash, session, list)?;
+                    self.append_to_tail(hash, session, list.iter())?;
                 }
                 lists += 1;
-                start = end;
             }
             // Document frequency: one update per anchor.
-            let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
-            self.tables.terms.insert(hash, df + u64::from(count))?;
+            let df = self.folded_df(hash)? + group.len() as u64;
+            self.tables.terms.insert(hash, df)?;
+            new_df.insert(hash, df);
         }
+        // Only the folded anchors' frequencies changed; keeping just them bounds the cache
+        // by one fold while the next batch of an import, which shares most of its anchors
+        // with this one, finds them.
         if let Ok(mut cache) = self.df_cache.lock() {
-            cache.clear();
+            *cache = new_df;
         }
         self.tables.pending.retain(|_, _| false)?;
         self.unlogged = false;
@@ -619,6 +606,45 @@ impl PendingBlocks {
             (s, t, f)
         })
     }
+}
+
+/// Checks what [`View::fold_grouped`] is given against the pending turns: the same blocks,
+/// each session's consecutive and in turn order, and the same postings per anchor.
+fn check_fold_input(pending: &PendingBlocks, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
+    let wrong = |what: &str| Err(corrupt("fold input", what.to_string()));
+    if blocks.len() != pending.blocks.len() || grouped.len() as u64 != pending.postings {
+        return wrong("not the pending turns");
+    }
+    let mut keys: Vec<u64> = blocks.iter().map(|b| b.key).collect();
+    keys.sort_unstable();
+    if !keys.iter().eq(pending.blocks.iter().map(|(k, _)| k)) {
+        return wrong("not the pending turns");
+    }
+    let mut finished: Vec<u32> = Vec::new();
+    for pair in blocks.windows(2) {
+        let ((s0, t0), (s1, t1)) = (split_block_key(pair[0].key), split_block_key(pair[1].key));
+        if s0 == s1 && t1 <= t0 {
+            return wrong("a session's turns out of order");
+        }
+        if s0 != s1 {
+            finished.push(s0);
+        }
+    }
+    finished.sort_unstable();
+    if finished.windows(2).any(|w| w[0] == w[1])
+        || blocks.last().is_some_and(|b| finished.binary_search(&split_block_key(b.key).0).is_ok())
+    {
+        return wrong("a session's turns not consecutive");
+    }
+    for (hash, group) in grouped.groups() {
+        if pending.df.get(&hash).copied() != Some(group.len() as u32) {
+            return wrong("postings not the pending anchors");
+        }
+        if group.iter().any(|p| p.block as usize >= blocks.len()) {
+            return wrong("a posting of no block");
+        }
+    }
+    Ok(())
 }
 
 /// Counts the postings of a chunk (decoding it all: the count must match the body).
@@ -965,6 +991,69 @@ mod tests {
             true
         })?;
         assert_eq!(chunks, [(7, 0, 128), (7, 1, 128), (7, 2, 44), (8, 0, 5)]);
+        Ok(())
+    }
+
+    fn turn_record() -> TurnRecord {
+        let gate =
+            super::super::records::GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
+        TurnRecord {
+            user: "u".into(),
+            assistant: "a".into(),
+            gate,
+            segment_start: 0,
+            time: None,
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn fold_grouped_takes_only_the_pending_turns_in_session_order() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let options = StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(1),
+            quick_repair: false,
+        };
+        let store = Store::open(&dir.path().join("index.redb"), &options)?;
+        // Session 0 turns 0 and 1, session 1 turn 0; anchors 5 and 6.
+        let turns: [(u32, u32, &[u64]); 3] = [(0, 0, &[5, 6]), (0, 1, &[6]), (1, 0, &[5])];
+        let block = |(s, t): (u32, u32)| NewBlock { key: block_key(s, t), len_user: 2, len_assistant: 0 };
+        let fold = |order: &[(u32, u32)], extra: Option<u64>| {
+            store.write(|view| -> Result<(), Error> {
+                for &(s, t, hashes) in &turns {
+                    let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
+                    let forward = ForwardRecord { len_user: 2, len_assistant: 0, entries };
+                    view.put_turn(s, t, &turn_record(), forward)?;
+                }
+                let blocks: Vec<NewBlock> = order.iter().map(|&b| block(b)).collect();
+                let mut postings = Vec::new();
+                for (i, b) in (0u32..).zip(order) {
+                    let hashes = turns.iter().find(|t| (t.0, t.1) == *b).map_or(&[][..], |t| t.2);
+                    let hashes = hashes.iter().copied().chain(extra.filter(|_| i == 0));
+                    postings.push(hashes.map(|hash| (hash, 1, 0)).collect::<Vec<_>>());
+                }
+                let grouped = Grouped::by_anchor((0u32..).zip(postings.iter().map(|p| &p[..])));
+                view.fold_grouped(&grouped, &blocks)
+            })
+        };
+        // Refused: a session's turns apart or out of order, a turn missing, an anchor added.
+        assert!(fold(&[(0, 0), (1, 0), (0, 1)], None).is_err());
+        assert!(fold(&[(0, 1), (0, 0), (1, 0)], None).is_err());
+        assert!(fold(&[(0, 0), (0, 1)], None).is_err());
+        assert!(fold(&[(0, 0), (0, 1), (1, 0)], Some(7)).is_err());
+        assert_eq!(store.read()?.counts()?.turns, 0, "a refused fold writes nothing");
+        // Sessions in either order are fine.
+        fold(&[(1, 0), (0, 0), (0, 1)], None)?;
+        let view = store.read()?;
+        assert!(view.pending().is_empty());
+        let mut six = Vec::new();
+        view.session_postings(6, 0, |p| six.push(p.turn))?;
+        assert_eq!(six, [0, 1]);
+        let mut five = Vec::new();
+        view.session_postings(5, 1, |p| five.push(p.turn))?;
+        assert_eq!((five, view.df(5)?, view.df(6)?), (vec![0], 2, 2));
         Ok(())
     }
 }
