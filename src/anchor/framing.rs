@@ -8,7 +8,7 @@
 //! from a few turns. Like the stop words, the lists are small, fixed and documented here, and
 //! hold no topic word.
 
-use super::word_set::WordSet;
+use super::word::{FRAMING, listed};
 use crate::text::is_cjk;
 use std::sync::LazyLock;
 
@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 /// prepositions and adverbs the stop words leave out, and the verbs every technical question
 /// uses whatever its topic (`error`, `fails`, `fix`, `configure`, `use`, `in production`, `last night`).
 #[rustfmt::skip]
-const ENGLISH: &[&str] = &[
+pub const ENGLISH: &[&str] = &[
     "able", "across", "actually", "advice", "again", "against", "ago", "already", "although",
     "always", "among", "anything", "anyway", "appreciate", "approach", "around", "ask", "asking",
     "basically", "better", "between", "break", "breaks", "broken", "configure", "configured",
@@ -55,11 +55,9 @@ const CJK: &[&str] = &[
     "还", "又", "是", "有", "在",
 ];
 
-static ENGLISH_SET: LazyLock<WordSet> = LazyLock::new(|| WordSet::new(ENGLISH));
-
 /// True if the English word `word` (lower case) is a framing word.
 pub fn is_framing_word(word: &str) -> bool {
-    ENGLISH_SET.contains(word)
+    listed(word) & FRAMING != 0
 }
 
 /// The CJK framing words as characters, grouped by their first character (sorted by it), so a

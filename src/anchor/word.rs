@@ -5,8 +5,26 @@
 //! `v1` from `v1.2.3`). Both are lower-cased. Stop words and one-character runs are dropped:
 //! they identify nothing.
 
-use super::stopwords::is_stop_word;
+use super::framing;
+use super::stopwords::{self, is_stop_word};
+use super::word_set::WordSet;
 use crate::text::is_word_char;
+use std::sync::LazyLock;
+
+/// [`listed`] flag: a stop word.
+pub const STOP: u8 = 1;
+/// [`listed`] flag: an English framing word.
+pub const FRAMING: u8 = 2;
+
+/// The stop words and the English framing words in one table, so that one lookup per word
+/// answers both questions.
+static LISTED: LazyLock<WordSet> =
+    LazyLock::new(|| WordSet::new(&[(stopwords::STOP_WORDS, STOP), (framing::ENGLISH, FRAMING)]));
+
+/// The lists (`STOP`, `FRAMING`) that hold `word`, already lower-cased.
+pub fn listed(word: &str) -> u8 {
+    LISTED.flags_of(word)
+}
 
 /// Calls `emit` with every English term and identifier of `text`, lower-cased, in order.
 /// The word is lower-cased into one reused buffer: no allocation per word. ASCII bytes are
@@ -135,6 +153,14 @@ mod tests {
         for_each_word_or_stop_word("The lock is on the Redis key", |w| all.push(w.to_string()));
         assert_eq!(all, ["the", "lock", "is", "on", "the", "redis", "key"]);
         assert_eq!(words("The lock is on the Redis key"), ["lock", "redis", "key"]);
+    }
+
+    #[test]
+    fn listed_words_carry_both_flags() {
+        assert_eq!(listed("the"), STOP);
+        assert_eq!(listed("problem"), FRAMING);
+        assert_eq!(listed("again"), STOP | FRAMING);
+        assert_eq!(listed("redis"), 0);
     }
 
     proptest::proptest! {
