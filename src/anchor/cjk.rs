@@ -81,6 +81,15 @@ impl Run {
             end += next.len_utf8();
         }
     }
+
+    /// Byte offset in the text of each character.
+    pub fn offsets(&self) -> impl Iterator<Item = usize> {
+        self.chars.iter().scan(self.start, |at, c| {
+            let offset = *at;
+            *at += c.len_utf8();
+            Some(offset)
+        })
+    }
 }
 
 /// Room to set aside, on a text's first CJK run, in a buffer of about one entry per character

@@ -8,6 +8,7 @@
 //! from a few turns. Like the stop words, the lists are small, fixed and documented here, and
 //! hold no topic word.
 
+use super::cjk::{Run, chars_room};
 use super::word::{FRAMING, listed};
 use crate::text::is_cjk;
 use std::sync::LazyLock;
@@ -54,6 +55,9 @@ const CJK: &[&str] = &[
     "吗", "呢", "吧", "啊", "呀", "哦", "嗯", "我", "你", "您", "他", "她", "们", "和", "也", "都", "就",
     "还", "又", "是", "有", "在",
 ];
+
+/// The longest English framing word, in bytes.
+pub const LONGEST_ENGLISH: usize = 14;
 
 /// True if the English word `word` (lower case) is a framing word.
 pub fn is_framing_word(word: &str) -> bool {
@@ -153,6 +157,81 @@ fn mark_words(chars: &[char], marked: &mut [bool]) {
     }
 }
 
+/// The framing n-grams of a text found one CJK run at a time, with buffers reused from run to
+/// run: no pass over the whole text and no allocation per run.
+///
+/// Every framing word is CJK throughout (tested), so each occurrence lies inside one CJK run,
+/// and an n-gram (at most 3 characters) holding a marked character reaches at most two
+/// characters past its run on either side.
+#[derive(Debug, Default)]
+pub struct RunFraming {
+    /// Byte offsets of the characters from two before the run to two after it, and the end
+    /// of the last.
+    bounds: Vec<usize>,
+    /// Whether each of those characters is inside a framing word.
+    marked: Vec<bool>,
+}
+
+impl RunFraming {
+    /// Calls `emit` with the hash of each n-gram of [`cjk_framing_ngrams`] of `text` that
+    /// holds a character of `run` inside a framing word. Over all runs of the text, that is
+    /// each framing n-gram at least once (one between two runs can come twice).
+    ///
+    /// `own` holds the hashes of the run's own 2-grams and 3-grams, in order: those n-grams
+    /// are not hashed again, only the ones reaching past the run.
+    pub fn for_each_hash(
+        &mut self,
+        text: &str,
+        run: &Run,
+        own: [&[u64]; 2],
+        hash: impl Fn(&str) -> u64,
+        mut emit: impl FnMut(u64),
+    ) {
+        self.marked.clear();
+        self.bounds.clear();
+        if self.marked.capacity() == 0 {
+            // The runs and two characters either side of each, and the end.
+            self.marked.reserve(chars_room(text.len() - run.start) + 4);
+            self.bounds.reserve(chars_room(text.len() - run.start) + 5);
+        }
+        let head = text.get(..run.start).unwrap_or_default();
+        let from = head.char_indices().rev().take(2).last().map_or(run.start, |(i, _)| i);
+        self.push_context(text, from, run.start);
+        let lead = self.marked.len();
+        self.marked.resize(lead + run.chars.len(), false);
+        mark_words(&run.chars, &mut self.marked[lead..]);
+        if !self.marked.contains(&true) {
+            return;
+        }
+        let tail = text.get(run.end..).unwrap_or_default();
+        let to = run.end + tail.char_indices().nth(2).map_or(tail.len(), |(i, _)| i);
+        self.bounds.extend(run.offsets());
+        self.push_context(text, run.end, to);
+        self.bounds.push(to);
+        for (n, own) in [2, 3].into_iter().zip(own) {
+            for (start, window) in self.marked.windows(n).enumerate() {
+                if !window.contains(&true) {
+                    continue;
+                }
+                // The run's own n-gram `k`, if the window lies inside the run.
+                if let Some(&h) = start.checked_sub(lead).and_then(|k| own.get(k)) {
+                    emit(h);
+                } else if let Some(gram) = text.get(self.bounds[start]..self.bounds[start + n]) {
+                    emit(hash(gram));
+                }
+            }
+        }
+    }
+
+    /// Appends the characters of `text[from..to]`, outside the run, to `bounds` and `marked`.
+    fn push_context(&mut self, text: &str, from: usize, to: usize) {
+        for (i, _) in text.get(from..to).unwrap_or_default().char_indices() {
+            self.bounds.push(from + i);
+            self.marked.push(false);
+        }
+    }
+}
+
 /// Calls `emit` with each n-gram of [`cjk_framing_ngrams`], 2-grams then 3-grams, in text
 /// order, repeats included, without allocating a string per n-gram.
 pub fn for_each_framing_ngram(text: &str, mut emit: impl FnMut(&str)) {
@@ -192,6 +271,7 @@ mod tests {
     #[test]
     fn english_list_is_sorted() {
         assert!(ENGLISH.windows(2).all(|w| w[0] < w[1]), "keep ENGLISH sorted");
+        assert_eq!(ENGLISH.iter().map(|w| w.len()).max(), Some(LONGEST_ENGLISH));
         assert!(is_framing_word("suggest") && is_framing_word("problem"));
         assert!(is_framing_word("production") && is_framing_word("errors"));
         assert!(!is_framing_word("redis") && !is_framing_word("autovacuum") && !is_framing_word("index"));
@@ -199,7 +279,7 @@ mod tests {
 
     #[test]
     fn cjk_words_are_cjk_throughout() {
-        // Only CJK characters are ever marked.
+        // `RunFraming` looks for each occurrence inside one CJK run.
         assert!(CJK.iter().all(|w| !w.is_empty() && w.chars().all(is_cjk)));
     }
 

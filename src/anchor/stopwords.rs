@@ -20,7 +20,7 @@ pub const STOP_WORDS: &[&str] = &[
 ];
 
 /// The longest stop word, in bytes: longer words are not looked up at all.
-const LONGEST: usize = 7;
+pub const LONGEST: usize = 7;
 
 /// True if `word` (already lower-cased) is an English stop word.
 pub fn is_stop_word(word: &str) -> bool {
