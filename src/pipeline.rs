@@ -13,6 +13,7 @@ use crate::store::postings::Posting;
 use crate::store::records::{ForwardRecord, SessionRecord};
 use crate::store::{Source, View, anchor_hash};
 use crate::tokens::TokenEstimator;
+use std::cmp::Ordering;
 
 /// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
 pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;
@@ -454,25 +455,21 @@ pub(crate) fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
 
 /// Anchors of a new turn as a forward record: per-side tf merged by anchor hash.
 pub fn forward_record(user: &[HashedAnchor], assistant: &[HashedAnchor]) -> ForwardRecord {
-    // Both sides are sorted by hash: merge them.
+    // Both sides are sorted by hash: merge them. By index: the compiler keeps two indices in
+    // registers, where two peekable iterators went through memory at every step.
     let mut entries: Vec<(u64, u32, u32)> = Vec::with_capacity(user.len() + assistant.len());
-    let (mut u, mut a) = (user.iter().peekable(), assistant.iter().peekable());
-    loop {
-        let entry = match (u.peek(), a.peek()) {
-            (Some(x), Some(y)) if x.hash == y.hash => (x.hash, x.tf, y.tf),
-            (Some(x), Some(y)) if x.hash < y.hash => (x.hash, x.tf, 0),
-            (Some(x), None) => (x.hash, x.tf, 0),
-            (_, Some(y)) => (y.hash, 0, y.tf),
-            (None, None) => break,
-        };
-        if entry.1 > 0 {
-            u.next();
-        }
-        if entry.2 > 0 {
-            a.next();
-        }
-        entries.push(entry);
+    let (mut i, mut j) = (0, 0);
+    while let (Some(u), Some(a)) = (user.get(i), assistant.get(j)) {
+        entries.push(match u.hash.cmp(&a.hash) {
+            Ordering::Less => (u.hash, u.tf, 0),
+            Ordering::Greater => (a.hash, 0, a.tf),
+            Ordering::Equal => (u.hash, u.tf, a.tf),
+        });
+        i += usize::from(u.hash <= a.hash);
+        j += usize::from(a.hash <= u.hash);
     }
+    entries.extend(user.get(i..).unwrap_or_default().iter().map(|u| (u.hash, u.tf, 0)));
+    entries.extend(assistant.get(j..).unwrap_or_default().iter().map(|a| (a.hash, 0, a.tf)));
     let total = |side: &[HashedAnchor]| side.iter().map(|a| a.tf).sum();
     ForwardRecord { len_user: total(user), len_assistant: total(assistant), entries }
 }
@@ -480,6 +477,27 @@ pub fn forward_record(user: &[HashedAnchor], assistant: &[HashedAnchor]) -> Forw
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn forward_record_adds_up_both_sides() {
+        let user = anchor::extract_hashed("Redis lock: redis SETNX with a TTL, 分布式锁", anchor_hash);
+        let assistant =
+            anchor::extract_hashed("a redis lock needs a lease; 分布式 lease renewal", anchor_hash);
+        let mut expected: BTreeMap<u64, (u32, u32)> = BTreeMap::new();
+        for a in &user {
+            expected.entry(a.hash).or_default().0 += a.tf;
+        }
+        for a in &assistant {
+            expected.entry(a.hash).or_default().1 += a.tf;
+        }
+        let record = forward_record(&user, &assistant);
+        let entries: Vec<(u64, u32, u32)> = expected.into_iter().map(|(h, (u, a))| (h, u, a)).collect();
+        assert_eq!(record.entries, entries, "one entry per anchor of either side, ascending hash");
+        let total = |side: &[HashedAnchor]| side.iter().map(|a| a.tf).sum::<u32>();
+        assert_eq!((record.len_user, record.len_assistant), (total(&user), total(&assistant)));
+        assert_eq!(forward_record(&[], &assistant).entries.len(), assistant.len());
+    }
 
     #[test]
     fn older_turns_cover_only_what_the_segment_lacks() {

@@ -8,7 +8,8 @@
 //! from a few turns. Like the stop words, the lists are small, fixed and documented here, and
 //! hold no topic word.
 
-use super::word_set::WordSet;
+use super::cjk::{Run, chars_room};
+use super::word::{FRAMING, listed};
 use crate::text::is_cjk;
 use std::sync::LazyLock;
 
@@ -16,7 +17,7 @@ use std::sync::LazyLock;
 /// prepositions and adverbs the stop words leave out, and the verbs every technical question
 /// uses whatever its topic (`error`, `fails`, `fix`, `configure`, `use`, `in production`, `last night`).
 #[rustfmt::skip]
-const ENGLISH: &[&str] = &[
+pub const ENGLISH: &[&str] = &[
     "able", "across", "actually", "advice", "again", "against", "ago", "already", "although",
     "always", "among", "anything", "anyway", "appreciate", "approach", "around", "ask", "asking",
     "basically", "better", "between", "break", "breaks", "broken", "configure", "configured",
@@ -55,28 +56,76 @@ const CJK: &[&str] = &[
     "还", "又", "是", "有", "在",
 ];
 
-static ENGLISH_SET: LazyLock<WordSet> = LazyLock::new(|| WordSet::new(ENGLISH));
+/// The longest English framing word, in bytes.
+pub const LONGEST_ENGLISH: usize = 14;
 
 /// True if the English word `word` (lower case) is a framing word.
 pub fn is_framing_word(word: &str) -> bool {
-    ENGLISH_SET.contains(word)
+    listed(word) & FRAMING != 0
 }
 
-/// The CJK framing words as characters, grouped by their first character (sorted by it), so a
-/// text is scanned once instead of once per word.
-static CJK_BY_FIRST: LazyLock<Vec<(char, Vec<Vec<char>>)>> = LazyLock::new(|| {
-    let mut groups: Vec<(char, Vec<Vec<char>>)> = Vec::new();
-    for word in CJK {
-        let word: Vec<char> = word.chars().collect();
-        let Some(&first) = word.first() else { continue };
-        match groups.iter_mut().find(|(c, _)| *c == first) {
-            Some((_, words)) => words.push(word),
-            None => groups.push((first, vec![word])),
+/// The CJK framing words, arranged for one scan of a text instead of one per word.
+struct CjkWords {
+    /// The words as characters, grouped by their first character.
+    groups: Vec<Vec<Vec<char>>>,
+    /// Open-addressing table from a first character to its group: `(character, group)`,
+    /// [`NO_CHAR`] in an empty slot. One multiplication and, almost always, one probe per
+    /// character of a text, where a binary search took several.
+    slots: Vec<(u32, usize)>,
+}
+
+/// An empty slot of [`CjkWords::slots`]: no character is this large.
+const NO_CHAR: u32 = u32::MAX;
+
+impl CjkWords {
+    fn new(words: &[&str]) -> Self {
+        let mut first_chars: Vec<char> = Vec::new();
+        let mut groups: Vec<Vec<Vec<char>>> = Vec::new();
+        for word in words {
+            let word: Vec<char> = word.chars().collect();
+            let Some(&first) = word.first() else { continue };
+            match first_chars.iter().position(|&c| c == first) {
+                Some(group) => groups[group].push(word),
+                None => {
+                    first_chars.push(first);
+                    groups.push(vec![word]);
+                }
+            }
+        }
+        // At most a quarter full.
+        let size = (first_chars.len() * 4).next_power_of_two();
+        let mut table = CjkWords { groups, slots: vec![(NO_CHAR, 0); size] };
+        for (group, &c) in first_chars.iter().enumerate() {
+            let mut i = table.slot(c);
+            while table.slots[i].0 != NO_CHAR {
+                i = (i + 1) % size;
+            }
+            table.slots[i] = (u32::from(c), group);
+        }
+        table
+    }
+
+    /// The home slot of `c`.
+    fn slot(&self, c: char) -> usize {
+        let spread = u64::from(c).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (spread >> (64 - self.slots.len().trailing_zeros())) as usize
+    }
+
+    /// The words that start with `c`.
+    fn starting_with(&self, c: char) -> &[Vec<char>] {
+        let mut i = self.slot(c);
+        // The table is never full, so an empty slot ends every probe sequence.
+        loop {
+            match self.slots[i] {
+                (key, group) if key == u32::from(c) => return &self.groups[group],
+                (NO_CHAR, _) => return &[],
+                _ => i = (i + 1) % self.slots.len(),
+            }
         }
     }
-    groups.sort_unstable_by_key(|(c, _)| *c);
-    groups
-});
+}
+
+static CJK_WORDS: LazyLock<CjkWords> = LazyLock::new(|| CjkWords::new(CJK));
 
 /// For each character of `text`, whether it lies inside an occurrence of a Chinese framing
 /// word. Indexed by char position.
@@ -88,23 +137,99 @@ pub fn cjk_framing_chars(text: &str) -> Vec<bool> {
 /// [`cjk_framing_chars`] of the characters `chars`.
 fn framing_marks(chars: &[char]) -> Vec<bool> {
     let mut marked = vec![false; chars.len()];
-    for start in 0..chars.len() {
-        // Every framing word is CJK throughout (tested), so only a CJK character starts one.
-        if !is_cjk(chars[start]) {
-            continue;
-        }
-        let Ok(group) = CJK_BY_FIRST.binary_search_by_key(&chars[start], |(c, _)| *c) else { continue };
-        for word in &CJK_BY_FIRST[group].1 {
-            if chars[start..].starts_with(word) {
-                marked[start..start + word.len()].iter_mut().for_each(|m| *m = true);
-            }
-        }
-    }
+    mark_words(chars, &mut marked);
     // Non-CJK characters never make an n-gram framing.
     for (m, c) in marked.iter_mut().zip(chars) {
         *m &= is_cjk(*c);
     }
     marked
+}
+
+/// Sets `marked[i]` for each character `chars[i]` inside an occurrence of a framing word.
+fn mark_words(chars: &[char], marked: &mut [bool]) {
+    let words = &*CJK_WORDS;
+    for (start, &c) in chars.iter().enumerate() {
+        for word in words.starting_with(c) {
+            if chars[start..].starts_with(word) {
+                marked[start..start + word.len()].fill(true);
+            }
+        }
+    }
+}
+
+/// The framing n-grams of a text found one CJK run at a time, with buffers reused from run to
+/// run: no pass over the whole text and no allocation per run.
+///
+/// Every framing word is CJK throughout (tested), so each occurrence lies inside one CJK run,
+/// and an n-gram (at most 3 characters) holding a marked character reaches at most two
+/// characters past its run on either side.
+#[derive(Debug, Default)]
+pub struct RunFraming {
+    /// Byte offsets of the characters from two before the run to two after it, and the end
+    /// of the last.
+    bounds: Vec<usize>,
+    /// Whether each of those characters is inside a framing word.
+    marked: Vec<bool>,
+}
+
+impl RunFraming {
+    /// Calls `emit` with the hash of each n-gram of [`cjk_framing_ngrams`] of `text` that
+    /// holds a character of `run` inside a framing word. Over all runs of the text, that is
+    /// each framing n-gram at least once (one between two runs can come twice).
+    ///
+    /// `own` holds the hashes of the run's own 2-grams and 3-grams, in order: those n-grams
+    /// are not hashed again, only the ones reaching past the run.
+    pub fn for_each_hash(
+        &mut self,
+        text: &str,
+        run: &Run,
+        own: [&[u64]; 2],
+        hash: impl Fn(&str) -> u64,
+        mut emit: impl FnMut(u64),
+    ) {
+        self.marked.clear();
+        self.bounds.clear();
+        if self.marked.capacity() == 0 {
+            // The runs and two characters either side of each, and the end.
+            self.marked.reserve(chars_room(text.len() - run.start) + 4);
+            self.bounds.reserve(chars_room(text.len() - run.start) + 5);
+        }
+        let head = text.get(..run.start).unwrap_or_default();
+        let from = head.char_indices().rev().take(2).last().map_or(run.start, |(i, _)| i);
+        self.push_context(text, from, run.start);
+        let lead = self.marked.len();
+        self.marked.resize(lead + run.chars.len(), false);
+        mark_words(&run.chars, &mut self.marked[lead..]);
+        if !self.marked.contains(&true) {
+            return;
+        }
+        let tail = text.get(run.end..).unwrap_or_default();
+        let to = run.end + tail.char_indices().nth(2).map_or(tail.len(), |(i, _)| i);
+        self.bounds.extend(run.offsets());
+        self.push_context(text, run.end, to);
+        self.bounds.push(to);
+        for (n, own) in [2, 3].into_iter().zip(own) {
+            for (start, window) in self.marked.windows(n).enumerate() {
+                if !window.contains(&true) {
+                    continue;
+                }
+                // The run's own n-gram `k`, if the window lies inside the run.
+                if let Some(&h) = start.checked_sub(lead).and_then(|k| own.get(k)) {
+                    emit(h);
+                } else if let Some(gram) = text.get(self.bounds[start]..self.bounds[start + n]) {
+                    emit(hash(gram));
+                }
+            }
+        }
+    }
+
+    /// Appends the characters of `text[from..to]`, outside the run, to `bounds` and `marked`.
+    fn push_context(&mut self, text: &str, from: usize, to: usize) {
+        for (i, _) in text.get(from..to).unwrap_or_default().char_indices() {
+            self.bounds.push(from + i);
+            self.marked.push(false);
+        }
+    }
 }
 
 /// Calls `emit` with each n-gram of [`cjk_framing_ngrams`], 2-grams then 3-grams, in text
@@ -146,6 +271,7 @@ mod tests {
     #[test]
     fn english_list_is_sorted() {
         assert!(ENGLISH.windows(2).all(|w| w[0] < w[1]), "keep ENGLISH sorted");
+        assert_eq!(ENGLISH.iter().map(|w| w.len()).max(), Some(LONGEST_ENGLISH));
         assert!(is_framing_word("suggest") && is_framing_word("problem"));
         assert!(is_framing_word("production") && is_framing_word("errors"));
         assert!(!is_framing_word("redis") && !is_framing_word("autovacuum") && !is_framing_word("index"));
@@ -153,7 +279,7 @@ mod tests {
 
     #[test]
     fn cjk_words_are_cjk_throughout() {
-        // `framing_marks` starts a match only at a CJK character.
+        // `RunFraming` looks for each occurrence inside one CJK run.
         assert!(CJK.iter().all(|w| !w.is_empty() && w.chars().all(is_cjk)));
     }
 
@@ -183,6 +309,15 @@ mod tests {
             "遇到一个问题的话我们就是这样",
         ] {
             assert_eq!(cjk_framing_chars(text), marks_by_definition(text), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn framing_chars_match_the_definition_anywhere(
+            text in "[一下个般不行为什么介绍你好们做法具体出现办问题可以能告诉哪些 a,的了吗呢吧分布式锁]{0,60}"
+        ) {
+            proptest::prop_assert_eq!(cjk_framing_chars(&text), marks_by_definition(&text));
         }
     }
 

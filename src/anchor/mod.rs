@@ -3,10 +3,13 @@
 //! [`extract`] turns a text into its anchors in priority order of the rules: English terms and
 //! identifiers (`word`), CJK 2/3-grams (`cjk`), quoted phrases (`quoted`). It is pure and
 //! infallible. Which anchors take part in a query (the CJK IDF floor, the 20-character fallback)
-//! is decided with index statistics, in the crate's `query` module.
+//! is decided with index statistics, in the crate's `query` module. [`extract_hashed`] and
+//! [`extract_user`] give the same anchors as hashes, for indexing (`hashed`): every indexed
+//! turn goes through them, so they find words and CJK runs in one scan of the text.
 
 mod cjk;
 mod framing;
+mod hashed;
 mod quoted;
 mod stopwords;
 mod word;
@@ -129,23 +132,10 @@ pub struct UserAnchors {
     pub trigrams: Vec<u64>,
 }
 
-/// [`UserAnchors`] of `text`: the three results of separate calls, for one scan of the words
-/// and one of the CJK runs (and, for text with CJK characters, one for the framing n-grams).
+/// [`UserAnchors`] of `text`: the three results of separate calls, for one scan of the text
+/// (and one of the quotes).
 pub fn extract_user(text: &str, hash: impl Fn(&str) -> u64) -> UserAnchors {
-    let mut framing = Vec::new();
-    let mut trigrams = Vec::new();
-    let anchors = collect_hashed(
-        text,
-        &hash,
-        |word, h| {
-            if is_framing_word(word) {
-                framing.push(h);
-            }
-        },
-        |h| trigrams.push(h),
-    );
-    framing::for_each_framing_ngram(text, |g| framing.push(hash(g)));
-    UserAnchors { anchors, framing: sorted_set(framing), trigrams: sorted_set(trigrams) }
+    hashed::Hits::collect(text, &hash, true).into_user()
 }
 
 /// One anchor as the index stores it: its hash, term frequency and whether it is a CJK n-gram
@@ -163,42 +153,7 @@ pub struct HashedAnchor {
 /// [`extract`] for indexing: the same anchors, as hashes sorted ascending, without allocating
 /// a string per occurrence. `hash` is the hash function of the index's keys.
 pub fn extract_hashed(text: &str, hash: impl Fn(&str) -> u64) -> Vec<HashedAnchor> {
-    collect_hashed(text, &hash, |_, _| {}, |_| {})
-}
-
-/// [`extract_hashed`], also passing each word with its hash to `on_word` and each CJK 3-gram's
-/// hash to `on_trigram`.
-fn collect_hashed(
-    text: &str,
-    hash: &impl Fn(&str) -> u64,
-    mut on_word: impl FnMut(&str, u64),
-    mut on_trigram: impl FnMut(u64),
-) -> Vec<HashedAnchor> {
-    // About one anchor per five bytes of prose: one allocation for most texts.
-    let mut hits: Vec<(u64, bool)> = Vec::with_capacity(text.len() / 5 + 4);
-    word::for_each_word(text, |w| {
-        let h = hash(w);
-        on_word(w, h);
-        hits.push((h, false));
-    });
-    cjk::for_each_ngram(text, |g| {
-        let h = hash(g);
-        if g.chars().nth(2).is_some() {
-            on_trigram(h);
-        }
-        hits.push((h, true));
-    });
-    quoted::for_each_phrase(text, |p| hits.push((hash(&p), cjk::is_ngram(&p))));
-    // By hash alone: equal hashes are the same anchor, so the flag is equal too.
-    hits.sort_unstable_by_key(|&(h, _)| h);
-    let mut out: Vec<HashedAnchor> = Vec::with_capacity(hits.len());
-    for (h, cjk_ngram) in hits {
-        match out.last_mut() {
-            Some(last) if last.hash == h => last.tf += 1,
-            _ => out.push(HashedAnchor { hash: h, tf: 1, cjk_ngram }),
-        }
-    }
-    out
+    hashed::Hits::collect(text, &hash, false).into_anchors()
 }
 
 /// Calls `emit` with each word and identifier anchor of `text` and, if `cjk`, each CJK 2- and
@@ -276,27 +231,54 @@ mod tests {
         }
     }
 
+    fn hash(anchor: &str) -> u64 {
+        xxhash_rust::xxh3::xxh3_64(anchor.as_bytes())
+    }
+
+    /// [`extract_hashed`] as its definition: [`extract`]'s anchors, hashed.
+    fn hashed_by_definition(text: &str) -> Vec<HashedAnchor> {
+        let mut expected: Vec<HashedAnchor> = extract(text)
+            .entries()
+            .iter()
+            .map(|(a, tf)| HashedAnchor { hash: hash(a), tf: *tf, cjk_ngram: is_cjk_ngram(a) })
+            .collect();
+        expected.sort_unstable_by_key(|a| a.hash);
+        expected
+    }
+
     #[test]
     fn hashed_extraction_agrees_with_text_extraction() {
-        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
         for text in [
             "Redis lock: use Redis SETNX with a TTL.",
             "分布式锁和分布式事务 “跨进程通信” v1.2.3 CamelCase snake_case",
             "Ünïcödé WORDS and 'quoted phrase' here",
         ] {
-            let mut expected: Vec<HashedAnchor> = extract(text)
-                .entries()
-                .iter()
-                .map(|(a, tf)| HashedAnchor { hash: hash(a), tf: *tf, cjk_ngram: is_cjk_ngram(a) })
-                .collect();
-            expected.sort_unstable_by_key(|a| a.hash);
-            assert_eq!(extract_hashed(text, hash), expected, "anchors of {text:?}");
+            assert_eq!(extract_hashed(text, hash), hashed_by_definition(text), "anchors of {text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn hashed_extractions_agree_with_the_separate_ones(
+            text in proptest::prop_oneof![
+                "[a-zA-Z0-9_ .,'\"“”‘’「」éİ\n分布式锁请问一下怎么的是我了吗有没有生产环境\u{80}-\u{3100}]{0,120}",
+                // Long enough for a hundred words, or n-grams, of one kind.
+                "([a-zA-Z_]{1,6}[ .]){0,160}",
+                "[分布式锁请问一下怎么的是我了吗有没有生产环境，。 a]{0,160}",
+            ]
+        ) {
+            proptest::prop_assert_eq!(extract_hashed(&text, hash), hashed_by_definition(&text));
+            let expected = UserAnchors {
+                anchors: hashed_by_definition(&text),
+                framing: framing_hashes(&text, hash),
+                trigrams: cjk_trigram_hashes(&text, hash),
+            };
+            proptest::prop_assert_eq!(extract_user(&text, hash), expected);
         }
     }
 
     #[test]
     fn framing_hashes_are_the_phrasing() {
-        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
         let framing = framing_hashes("Thanks! 请问一下分布式锁怎么续期? any suggestion for redis", hash);
         for word in ["thanks", "suggestion", "请问", "一下", "怎么", "下分", "锁怎"] {
             assert!(framing.binary_search(&hash(word)).is_ok(), "{word} is framing");
@@ -308,7 +290,6 @@ mod tests {
 
     #[test]
     fn user_extraction_is_the_three_results() {
-        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
         for text in [
             "Thanks! 请问一下分布式锁怎么续期? any suggestion for redis",
             "plain \"quoted phrase\" with problem words and “跨进程通信”",
@@ -326,7 +307,6 @@ mod tests {
 
     #[test]
     fn trigram_hashes() {
-        let hash = |a: &str| xxhash_rust::xxh3::xxh3_64(a.as_bytes());
         let expected: Vec<u64> = {
             let mut v = vec![hash("分布式"), hash("布式锁")];
             v.sort_unstable();

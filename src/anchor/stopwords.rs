@@ -4,11 +4,11 @@
 //! prepositions, conjunctions) and nothing topical. Changing it changes every stored anchor,
 //! so it bumps [`super::ANCHOR_RULES_VERSION`]. Stop words are never content words (§3.3).
 
-use super::word_set::WordSet;
-use std::sync::LazyLock;
+use super::word::{STOP, listed};
 
-/// Sorted, so a reader finds a word at a glance (the lookup is [`WordSet`]'s).
-const STOP_WORDS: &[&str] = &[
+/// Sorted, so a reader finds a word at a glance (the lookup is one table with the framing
+/// words, [`listed`]).
+pub const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been",
     "before", "being", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "each", "for",
     "from", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if",
@@ -20,13 +20,11 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// The longest stop word, in bytes: longer words are not looked up at all.
-const LONGEST: usize = 7;
-
-static SET: LazyLock<WordSet> = LazyLock::new(|| WordSet::new(STOP_WORDS));
+pub const LONGEST: usize = 7;
 
 /// True if `word` (already lower-cased) is an English stop word.
 pub fn is_stop_word(word: &str) -> bool {
-    word.len() <= LONGEST && SET.contains(word)
+    word.len() <= LONGEST && listed(word) & STOP != 0
 }
 
 #[cfg(test)]
