@@ -962,8 +962,8 @@ mod tests {
         builder.finish()
     }
 
-    #[test]
-    fn pack_postings_merges_loose_chunks_in_order() -> Result<(), Box<dyn std::error::Error>> {
+    /// An empty index in a temporary directory (kept alive by the returned guard).
+    fn temp_store() -> Result<(tempfile::TempDir, Store), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let options = StoreOptions {
             cache_bytes: 1 << 20,
@@ -971,6 +971,12 @@ mod tests {
             quick_repair: false,
         };
         let store = Store::open(&dir.path().join("index.redb"), &options)?;
+        Ok((dir, store))
+    }
+
+    #[test]
+    fn pack_postings_merges_loose_chunks_in_order() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
         store.write(|view| -> Result<(), Error> {
             // A list with a short chunk before the tail and a gap in the numbering, and a
             // packed list that must stay as it is.
@@ -1010,13 +1016,7 @@ mod tests {
     #[test]
     fn fold_grouped_takes_only_the_pending_turns_in_session_order() -> Result<(), Box<dyn std::error::Error>>
     {
-        let dir = tempfile::tempdir()?;
-        let options = StoreOptions {
-            cache_bytes: 1 << 20,
-            busy_timeout: std::time::Duration::from_secs(1),
-            quick_repair: false,
-        };
-        let store = Store::open(&dir.path().join("index.redb"), &options)?;
+        let (_dir, store) = temp_store()?;
         // Session 0 turns 0 and 1, session 1 turn 0; anchors 5 and 6.
         let turns: [(u32, u32, &[u64]); 3] = [(0, 0, &[5, 6]), (0, 1, &[6]), (1, 0, &[5])];
         let block = |(s, t): (u32, u32)| NewBlock { key: block_key(s, t), len_user: 2, len_assistant: 0 };
