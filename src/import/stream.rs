@@ -235,7 +235,6 @@ const PARSE_BLOCK: usize = 4096;
 /// rayon pool: parsing JSON is most of the work of reading a file, and both passes read it
 /// all.
 struct ParsedLines {
-    path: std::path::PathBuf,
     lines: LineReader,
     /// Parsed lines of the current block, then a read error if the block ended on one.
     ready: std::vec::IntoIter<ParsedItem>,
@@ -245,11 +244,7 @@ type ParsedItem = Result<(u64, Result<jsonl::Line, Error>), crate::Error>;
 
 impl ParsedLines {
     fn open(path: &Path) -> Result<Self, Error> {
-        Ok(ParsedLines {
-            path: path.to_path_buf(),
-            lines: LineReader::open(path)?,
-            ready: Vec::new().into_iter(),
-        })
+        Ok(ParsedLines { lines: LineReader::open(path)?, ready: Vec::new().into_iter() })
     }
 }
 
@@ -274,7 +269,7 @@ impl Iterator for ParsedLines {
                 break;
             }
         }
-        let path = self.path.as_path();
+        let path = self.lines.path.as_path();
         let mut parsed: Vec<ParsedItem> = raw
             .into_par_iter()
             .map(|(line_no, text)| Ok((line_no, jsonl::parse_line(path, line_no, &text))))
