@@ -2,7 +2,8 @@
 //!
 //! Anchor extraction of the next batch, and the grouping of its postings by anchor, run on
 //! the rayon pool while the current batch is written (gate, store, fold, commit on one
-//! thread), so both cores work.
+//! thread), so both cores work. A file longer than a batch folds each batch into a run of
+//! postings and merges the runs into the lists at its end.
 
 use super::turns::ParsedTurn;
 use crate::gatekeeper::Gatekeeper;
@@ -16,11 +17,10 @@ use std::time::{Duration, Instant};
 /// Turns written per transaction. A crash loses at most the batch being written; importing the
 /// file again resumes after the turns already in the index.
 ///
-/// Each batch folds into posting lists all over the B-tree, so each commit rewrites (copy on
-/// write) most of its leaf pages: the fewer batches, the fewer rewrites of a large tree.
-/// Measured importing 1M generated turns: 8,192 turns a batch took 67–78 s at 241–246 MiB peak
-/// RSS, 16,384 took 52–53 s at 256–280 MiB, 32,768 took 51 s at 532 MiB; at 100k turns the
-/// three take the same time.
+/// Measured importing 1M generated turns when each batch folded into the posting lists: 8,192
+/// turns a batch took 67–78 s at 241–246 MiB peak RSS, 16,384 took 52–53 s at 256–280 MiB,
+/// 32,768 took 51 s at 532 MiB. Batches of a longer file now go to runs (`store::runs`), but
+/// the batch still bounds memory and sets how many runs the merge reads side by side.
 pub const BATCH_TURNS: usize = 16_384;
 
 /// A batch of turns, each with the index of its session in [`Writer::sessions`].
@@ -41,21 +41,62 @@ impl<'g> Writer<'g> {
     }
 
     /// Writes every batch, extracting the next batch's anchors while the current one is written.
+    ///
+    /// A file of one batch folds it into the posting lists. A longer one writes each batch's
+    /// postings as a run and merges the runs once at the end (`store::runs`), also when a
+    /// batch fails: what was committed stays, complete.
     pub fn write_all<I>(&self, batches: I) -> Result<(), crate::Error>
     where
         I: Iterator<Item = Result<Batch, crate::Error>> + Send,
     {
         let mut batches = batches;
-        let mut current = match batches.next() {
+        let first = match batches.next() {
             Some(batch) => prepare(batch?),
             None => return Ok(()),
         };
+        let into_runs = first.turns.len() >= BATCH_TURNS;
+        let mut fresh = Vec::new();
+        let written = self.write_batches(first, batches, into_runs, &mut fresh);
+        if !into_runs {
+            return written;
+        }
+        let started = Instant::now();
+        fresh.sort_unstable();
+        fresh.dedup();
+        let merged = self.gatekeeper.store().merge_runs(&fresh);
+        match (&written, &merged) {
+            (Err(_), Err(e)) => log::warn!("the runs of a failed import are not merged yet: {e}"),
+            (_, Ok(m)) => log::debug!(
+                "merged {} runs into {} posting lists in {:.0} ms",
+                m.runs,
+                m.lists,
+                started.elapsed().as_secs_f64() * 1e3
+            ),
+            (Ok(()), Err(_)) => {}
+        }
+        written?;
+        merged.map(drop).map_err(crate::Error::from)
+    }
+
+    fn write_batches<I>(
+        &self,
+        first: PreparedBatch,
+        mut batches: I,
+        into_runs: bool,
+        fresh: &mut Vec<u32>,
+    ) -> Result<(), crate::Error>
+    where
+        I: Iterator<Item = Result<Batch, crate::Error>> + Send,
+    {
+        let mut current = first;
         loop {
             let (next, written) = rayon::join(
                 || batches.next().map(|b| b.map(prepare)),
-                || self.write_batch(std::mem::take(&mut current)),
+                || self.write_batch(std::mem::take(&mut current), into_runs),
             );
-            drop(written?); // both threads are done: no allocation contends with these frees
+            let (spent, batch_fresh) = written?;
+            fresh.extend(batch_fresh);
+            drop(spent); // both threads are done: no allocation contends with these frees
             match next {
                 Some(batch) => current = batch?,
                 None => return Ok(()),
@@ -63,17 +104,22 @@ impl<'g> Writer<'g> {
         }
     }
 
-    /// Writes one batch in one transaction and returns what its turns no longer need, for the
-    /// caller to free while no other thread allocates: freed here, beside the next batch's
-    /// extraction, glibc's per-arena locks made those frees a fifth of the import's time.
-    fn write_batch(&self, batch: PreparedBatch) -> Result<Vec<ingest::Spent>, crate::Error> {
+    /// Writes one batch in one transaction, its postings into the lists or as a run. Returns
+    /// what its turns no longer need, for the caller to free while no other thread allocates
+    /// (freed here, beside the next batch's extraction, glibc's per-arena locks made those
+    /// frees a fifth of the import's time), and the sessions whose first turn it wrote to a run.
+    fn write_batch(
+        &self,
+        batch: PreparedBatch,
+        into_run: bool,
+    ) -> Result<(Vec<ingest::Spent>, Vec<u32>), crate::Error> {
         let started = Instant::now();
         let PreparedBatch { turns: batch, ranks, mut blocks, grouped } = batch;
         let turns = batch.len();
         // Where the writer's time goes: adding the turns (gate, rows), the fold, the commit.
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
         let mut spent = Vec::with_capacity(turns);
-        self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
+        let fresh = self.gatekeeper.store().write(|view| -> Result<Vec<u32>, crate::Error> {
             // Turns added one at a time and not folded yet go first: the batch's fold takes
             // exactly the batch.
             view.fold()?;
@@ -104,9 +150,14 @@ impl<'g> Writer<'g> {
             }
             append_time = started.elapsed();
             let fold_started = Instant::now();
-            view.fold_grouped(&grouped, &blocks)?;
+            let fresh = if into_run {
+                view.fold_grouped_into_run(&grouped, &blocks)?
+            } else {
+                view.fold_grouped(&grouped, &blocks)?;
+                Vec::new()
+            };
             fold_time = fold_started.elapsed();
-            Ok(())
+            Ok(fresh)
         })?;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let total = started.elapsed();
@@ -117,7 +168,7 @@ impl<'g> Writer<'g> {
             ms(fold_time),
             ms(total.saturating_sub(append_time + fold_time))
         );
-        Ok(spent)
+        Ok((spent, fresh))
     }
 }
 

@@ -10,6 +10,7 @@
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
 //! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |
+//! | `posting_runs` | `run << 96 \| hash << 32 \| session` | an import batch's postings of one list, as chunks; empty outside an import |
 //! | `evidence` | evidence id | postcard `EvidenceRecord`: ref, kind, digest, sizes, projection, anchors |
 //! | `evidence_refs` | evidence ref | evidence id |
 //! | `evidence_postings` | `(hash, evidence id)` | term frequency, document length |
@@ -29,6 +30,10 @@
 //! pending turns of a session from their `pending` rows, which the fold deletes (a folded turn's
 //! anchors are in the postings, and can be derived again from its text). Every write is one redb transaction, so
 //! a crash leaves either the whole turn (or batch) or none of it.
+//!
+//! A bulk import of more than one batch does not fold each batch into the lists: it writes
+//! each batch's postings as a run, appended in key order, and merges the runs into the lists
+//! at its end ([`runs`]).
 
 mod cursor;
 mod error;
@@ -36,8 +41,10 @@ pub(crate) mod evidence;
 mod format;
 pub(crate) mod grouped;
 mod keys;
+mod lists;
 pub(crate) mod postings;
 pub(crate) mod records;
+mod runs;
 mod source_index;
 mod tables;
 mod view;
@@ -48,6 +55,7 @@ pub use format::FORMAT_VERSION;
 pub use keys::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
 pub use postings::Posting;
+pub use runs::Merged;
 pub use source_index::SourceIndex;
 pub use view::{
     CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,
@@ -59,7 +67,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tables::{
     EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
-    SESSION_NAMES, SESSIONS, TERMS, TURNS,
+    RUNS, SESSION_NAMES, SESSIONS, TERMS, TURNS,
 };
 use view::Tables;
 
@@ -115,7 +123,45 @@ impl Store {
         })?;
         let store = Store { db, path: path.to_path_buf(), quick_repair: options.quick_repair };
         store.check_or_initialize()?;
+        store.merge_interrupted_runs()?;
         Ok(store)
+    }
+
+    /// Merges the runs an import killed before its end left (see [`runs`]): readers never
+    /// see the postings of runs, so this comes before anything else uses the index.
+    fn merge_interrupted_runs(&self) -> Result<(), Error> {
+        let txn = self.db.begin_read()?;
+        let left = match txn.open_table(RUNS) {
+            Ok(table) => !table.is_empty()?,
+            Err(redb::TableError::TableDoesNotExist(_)) => false,
+            Err(e) => return Err(e.into()),
+        };
+        drop(txn);
+        if left {
+            log::warn!("{}: merging the postings of an interrupted import", self.path.display());
+            let merged = self.merge_runs(&[])?;
+            log::info!("merged {} runs into {} posting lists", merged.runs, merged.lists);
+        }
+        Ok(())
+    }
+
+    /// Appends the postings of an import's runs to the posting lists and deletes the runs, in
+    /// one durable transaction (see [`runs`]). `fresh` (sorted) are sessions whose every
+    /// turn with postings is in the runs, as [`View::fold_grouped_into_run`] reported them.
+    pub fn merge_runs(&self, fresh: &[u32]) -> Result<Merged, Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_quick_repair(self.quick_repair);
+        let merged = {
+            let runs = txn.open_table(RUNS)?;
+            if runs.is_empty()? {
+                return Ok(Merged::default());
+            }
+            let mut postings = txn.open_table(POSTINGS)?;
+            runs::merge(&runs, &mut postings, fresh)?
+        };
+        txn.delete_table(RUNS)?;
+        txn.commit()?;
+        Ok(merged)
     }
 
     fn check_or_initialize(&self) -> Result<(), Error> {
@@ -200,6 +246,7 @@ impl Store {
                 evidence_refs: txn.open_table(EVIDENCE_REFS)?,
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS)?,
                 evidence_terms: txn.open_table(EVIDENCE_TERMS)?,
+                runs: (),
             },
         )
     }
@@ -224,6 +271,7 @@ impl Store {
                 evidence_refs: txn.open_table(EVIDENCE_REFS).map_err(Error::from)?,
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS).map_err(Error::from)?,
                 evidence_terms: txn.open_table(EVIDENCE_TERMS).map_err(Error::from)?,
+                runs: txn.open_table(RUNS).map_err(Error::from)?,
             };
             let mut view = View::open(&self.path, tables)?;
             let value = f(&mut view)?;

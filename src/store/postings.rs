@@ -83,6 +83,11 @@ impl ChunkBuilder {
         Ok(ChunkBuilder { count, last_turn, body: reader.rest().to_vec() })
     }
 
+    /// True when the chunk holds no posting.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
     /// True when the chunk holds [`CHUNK_CAPACITY`] postings.
     pub fn is_full(&self) -> bool {
         self.count >= CHUNK_CAPACITY
@@ -104,10 +109,23 @@ impl ChunkBuilder {
     pub fn finish(&self) -> Vec<u8> {
         with_header(self.count, self.last_turn, &self.body)
     }
+
+    /// The encoded chunk's length in bytes.
+    pub fn encoded_len(&self) -> usize {
+        varint_len(self.count) + varint_len(self.last_turn) + self.body.len()
+    }
+
+    /// Appends the encoded chunk to `out`.
+    pub fn finish_into(&self, out: &mut Vec<u8>) {
+        write_varint(out, self.count);
+        write_varint(out, self.last_turn);
+        out.extend_from_slice(&self.body);
+    }
 }
 
 /// The chunks of a new list of postings in turn order: full chunks of [`CHUNK_CAPACITY`], then
-/// the rest. No chunk for an empty list.
+/// the rest. No chunk for an empty list. The reference the tests hold the writers to.
+#[cfg(test)]
 pub fn encode_list<'p>(
     list: impl ExactSizeIterator<Item = &'p Posting>,
 ) -> Result<Vec<Vec<u8>>, CorruptChunk> {
@@ -237,6 +255,11 @@ fn with_header(count: u32, last_turn: u32, body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Bytes of `value` as a LEB128 varint.
+fn varint_len(value: u32) -> usize {
+    (32 - (value | 1).leading_zeros()).div_ceil(7) as usize
+}
+
 /// LEB128 unsigned varint.
 pub fn write_varint(out: &mut Vec<u8>, mut value: u32) {
     while value >= 0x80 {
@@ -277,6 +300,20 @@ impl<'a> Reader<'a> {
         let byte = *self.bytes.get(self.offset).ok_or(CorruptChunk { offset: self.offset })?;
         self.offset += 1;
         Ok(byte)
+    }
+
+    /// Reads `len` bytes.
+    pub fn take(&mut self, len: usize) -> Result<&'a [u8], CorruptChunk> {
+        let end = self.offset.checked_add(len).filter(|&end| end <= self.bytes.len());
+        let end = end.ok_or(CorruptChunk { offset: self.offset })?;
+        let taken = &self.bytes[self.offset..end];
+        self.offset = end;
+        Ok(taken)
+    }
+
+    /// True when every byte is read.
+    pub fn is_done(&self) -> bool {
+        self.offset >= self.bytes.len()
     }
 
     fn rest(&self) -> &'a [u8] {

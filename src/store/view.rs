@@ -8,8 +8,10 @@ use super::cursor::PostingCursor;
 use super::error::{Error, corrupt};
 use super::grouped::{Grouped, NewBlock, NewPosting};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
+use super::lists::ListWriter;
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
+use super::runs;
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,8 @@ pub trait Source {
     type EvidencePostings: ReadableTable<(u64, u32), (u32, u32)>;
     /// `evidence_terms`.
     type EvidenceTerms: ReadableTable<u64, u32>;
+    /// `posting_runs`: only a write transaction has them (see `super::runs`).
+    type Runs;
 }
 
 /// Tables of a read transaction.
@@ -52,6 +56,7 @@ impl Source for ReadSource {
     type EvidenceRefs = ReadOnlyTable<&'static str, u32>;
     type EvidencePostings = ReadOnlyTable<(u64, u32), (u32, u32)>;
     type EvidenceTerms = ReadOnlyTable<u64, u32>;
+    type Runs = ();
 }
 
 /// Tables of a write transaction.
@@ -67,6 +72,7 @@ impl<'t> Source for WriteSource<'t> {
     type EvidenceRefs = Table<'t, &'static str, u32>;
     type EvidencePostings = Table<'t, (u64, u32), (u32, u32)>;
     type EvidenceTerms = Table<'t, u64, u32>;
+    type Runs = Table<'t, u128, &'static [u8]>;
 }
 
 /// The opened tables of one transaction.
@@ -82,6 +88,7 @@ pub(super) struct Tables<S: Source> {
     pub evidence_refs: S::EvidenceRefs,
     pub evidence_postings: S::EvidencePostings,
     pub evidence_terms: S::EvidenceTerms,
+    pub runs: S::Runs,
 }
 
 /// Rows of the `turns`, `postings`, `terms` and `evidence` tables.
@@ -460,10 +467,36 @@ impl View<WriteSource<'_>> {
     ///
     /// Each list's tail chunk is read and rewritten once, anchor by anchor in key order.
     pub fn fold_grouped(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
+        self.fold_to(grouped, blocks, FoldTarget::Postings).map(drop)
+    }
+
+    /// [`fold_grouped`](Self::fold_grouped) for a bulk import: the postings go to a new run
+    /// (see `super::runs`) instead of the lists, and stay out of reach of readers until
+    /// [`super::Store::merge_runs`]. Returns the sessions whose first turn the batch holds,
+    /// sorted: all of their postings are in runs, which the merge takes as given.
+    pub fn fold_grouped_into_run(
+        &mut self,
+        grouped: &Grouped,
+        blocks: &[NewBlock],
+    ) -> Result<Vec<u32>, Error> {
+        let run = runs::next_run(&self.tables.runs)?;
+        self.fold_to(grouped, blocks, FoldTarget::Run(run))
+    }
+
+    fn fold_to(
+        &mut self,
+        grouped: &Grouped,
+        blocks: &[NewBlock],
+        target: FoldTarget,
+    ) -> Result<Vec<u32>, Error> {
         let pending = std::mem::take(&mut self.pending);
         check_fold_input(&pending, grouped, blocks)?;
         if pending.blocks.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
+        }
+        if target == FoldTarget::Postings && !self.tables.runs.is_empty()? {
+            // Its lists would go before postings of earlier turns that wait in a run.
+            return Err(corrupt("posting runs", "an import's runs are not merged"));
         }
         // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
         // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
@@ -489,16 +522,23 @@ impl View<WriteSource<'_>> {
                 while let Some((_, posting)) = postings.next_if(|(s, _)| *s == session) {
                     list.push(posting);
                 }
-                if fresh.binary_search(&session).is_ok() {
-                    let chunks =
-                        postings::encode_list(list.iter()).map_err(|e| corrupt("pending postings", e))?;
-                    for (chunk_no, chunk) in (0u32..).zip(chunks) {
-                        self.tables
-                            .postings
-                            .insert(keys::posting_key(hash, session, chunk_no), chunk.as_slice())?;
+                match target {
+                    FoldTarget::Postings => {
+                        let table = &mut self.tables.postings;
+                        let mut writer = if fresh.binary_search(&session).is_ok() {
+                            ListWriter::new(hash, session)
+                        } else {
+                            ListWriter::continuing(table, hash, session)?
+                        };
+                        for posting in &list {
+                            writer.push(table, posting)?;
+                        }
+                        writer.finish(table)?;
                     }
-                } else {
-                    self.append_to_tail(hash, session, list.iter())?;
+                    FoldTarget::Run(run) => {
+                        let value = runs::encode_list(&list).map_err(|e| corrupt("pending postings", e))?;
+                        self.tables.runs.insert(keys::run_key(run, hash, session), value.as_slice())?;
+                    }
                 }
                 lists += 1;
             }
@@ -520,41 +560,9 @@ impl View<WriteSource<'_>> {
         self.meta.folded_len_assistant += pending.len_assistant;
         self.meta.folded_postings += pending.postings;
         self.meta_dirty = true;
-        log::debug!("folded {} turns into {lists} posting lists", pending.blocks.len());
-        Ok(())
+        log::debug!("folded {} turns into {lists} posting lists ({target:?})", pending.blocks.len());
+        Ok(fresh)
     }
-
-    /// Appends `list` to the postings of `hash` in `session`, continuing its tail chunk.
-    fn append_to_tail<'p>(
-        &mut self,
-        hash: u64,
-        session: u32,
-        list: impl Iterator<Item = &'p Posting>,
-    ) -> Result<(), Error> {
-        let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
-        let tail = self.tables.postings.range(range)?.next_back().transpose()?.map(|(k, v)| {
-            let (_, _, chunk) = keys::split_posting_key(k.value());
-            (chunk, postings::ChunkBuilder::from_chunk(v.value()))
-        });
-        let what = |chunk_no: u32| format!("posting chunk {hash:x}/{session}/{chunk_no}");
-        let (mut chunk_no, mut chunk) = match tail {
-            Some((no, builder)) => (no, builder.map_err(|e| corrupt(what(no), e))?),
-            None => (0, postings::ChunkBuilder::new()),
-        };
-        for posting in list {
-            if chunk.is_full() {
-                self.tables
-                    .postings
-                    .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
-                chunk_no += 1;
-                chunk = postings::ChunkBuilder::new();
-            }
-            chunk.push(posting).map_err(|e| corrupt(what(chunk_no), e))?;
-        }
-        self.tables.postings.insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
-        Ok(())
-    }
-
     /// Finishes a write view before its commit: folds the turns stored without a `pending` row
     /// ([`put_turn_to_fold`](Self::put_turn_to_fold)), then stores `meta` if it changed.
     pub(super) fn save_meta(&mut self) -> Result<(), Error> {
@@ -568,6 +576,15 @@ impl View<WriteSource<'_>> {
         self.tables.meta.insert(META_KEY, bytes.as_slice())?;
         Ok(())
     }
+}
+
+/// Where a fold writes the postings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FoldTarget {
+    /// The posting lists readers see.
+    Postings,
+    /// A run of an import, with this id.
+    Run(u32),
 }
 
 /// The statistics of folded blocks as `meta` records them (what `verify` checks).
@@ -918,27 +935,13 @@ impl View<WriteSource<'_>> {
             }
             before += old_keys.len() as u64;
             self.tables.postings.retain_in(range, |_, _| false)?;
-            let mut chunk_no = 0u32;
-            let mut chunk = postings::ChunkBuilder::new();
-            let what = |no: u32| format!("posting chunk {hash:x}/{session}/{no}");
+            let table = &mut self.tables.postings;
+            let mut writer = ListWriter::new(hash, session);
             for posting in &list {
-                if chunk.is_full() {
-                    self.tables
-                        .postings
-                        .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
-                    chunk_no += 1;
-                    after += 1;
-                    chunk = postings::ChunkBuilder::new();
-                }
-                // Rejects out-of-order input (STYLE §5).
-                chunk.push(posting).map_err(|e| corrupt(what(chunk_no), e))?;
+                writer.push(table, posting)?;
             }
-            if !list.is_empty() {
-                self.tables
-                    .postings
-                    .insert(keys::posting_key(hash, session, chunk_no), chunk.finish().as_slice())?;
-                after += 1;
-            }
+            after += writer.chunks();
+            writer.finish(table)?;
             progress(done, total);
         }
         Ok((total, before, after))

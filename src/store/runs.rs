@@ -1,0 +1,365 @@
+//! Runs: an import's postings, written batch by batch in key order and merged once at its end.
+//!
+//! Folding a batch into the anchor-major `postings` table touches the lists of every anchor
+//! in the batch, all over the B-tree: each batch's commit copied most of its leaf pages, and
+//! at a million turns that was two thirds of the import's time. A bulk import instead writes
+//! each batch's lists as one *run* in `posting_runs`, keyed `(run, anchor, session)`: the
+//! run's keys ascend as the fold produces them and every run sorts after the ones before, so
+//! the writes append at the right edge of the tree. When the import ends, [`merge`] reads the
+//! runs side by side in `(anchor, session)` order and appends each list to `postings` once, in
+//! key order (external sorting, as search engines merge their segments).
+//!
+//! Everything but the postings is written by the batch itself: turns, document frequencies
+//! and N are exact after every commit. The postings of the runs are invisible to readers, so
+//! runs exist only inside an import, which holds the index alone; one left by a crash is
+//! merged when the index is next opened (`Store::open`), before anything reads it.
+
+use super::error::{Error, corrupt};
+use super::keys::{posting_key, run_key, split_posting_key, split_run_key};
+use super::lists::PostingsTable;
+use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
+use redb::{AccessGuard, Range, ReadableTable};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What a merge did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Merged {
+    /// Runs merged.
+    pub runs: u32,
+    /// Lists (anchor, session) appended to.
+    pub lists: u64,
+    /// Chunks stored.
+    pub chunks: u64,
+}
+
+/// The id the next run takes: after every run in `runs`.
+pub(super) fn next_run(runs: &impl ReadableTable<u128, &'static [u8]>) -> Result<u32, Error> {
+    match runs.last()? {
+        None => Ok(0),
+        Some((key, _)) => (split_run_key(key.value()).0)
+            .checked_add(1)
+            .ok_or_else(|| corrupt("posting runs", "run ids exhausted")),
+    }
+}
+
+/// A run's value for a list of postings in turn order: its chunks, each preceded by its
+/// length in bytes.
+pub(super) fn encode_list(list: &[Posting]) -> Result<Vec<u8>, CorruptChunk> {
+    // About five bytes a posting, and a few for each chunk's framing.
+    let mut out = Vec::with_capacity(list.len() * 5 + 8);
+    for piece in list.chunks(CHUNK_CAPACITY as usize) {
+        let mut chunk = ChunkBuilder::with_capacity(piece.len() * 5);
+        for posting in piece {
+            chunk.push(posting)?;
+        }
+        postings::write_varint(&mut out, chunk.encoded_len() as u32);
+        chunk.finish_into(&mut out);
+    }
+    Ok(out)
+}
+
+/// Calls `store` with each chunk of a run's value.
+fn for_each_chunk(
+    value: &[u8],
+    mut store: impl FnMut(&[u8]) -> Result<(), Error>,
+) -> Result<(), Result<Error, CorruptChunk>> {
+    let mut reader = Reader::new(value);
+    while !reader.is_done() {
+        let len = reader.varint().map_err(Err)?;
+        store(reader.take(len as usize).map_err(Err)?).map_err(Ok)?;
+    }
+    Ok(())
+}
+
+/// One run's entries, the current one held.
+struct RunCursor<'r> {
+    entries: Range<'r, u128, &'static [u8]>,
+    current: Option<(u128, AccessGuard<'r, &'static [u8]>)>,
+}
+
+impl RunCursor<'_> {
+    fn advance(&mut self) -> Result<Option<(u64, u32)>, Error> {
+        self.current = match self.entries.next() {
+            None => None,
+            Some(entry) => {
+                let (key, value) = entry?;
+                Some((key.value(), value))
+            }
+        };
+        Ok(self.current.as_ref().map(|(key, _)| {
+            let (_, hash, session) = split_run_key(*key);
+            (hash, session)
+        }))
+    }
+}
+
+/// Appends every run's lists to `postings`, runs in the order they were written.
+///
+/// `fresh` (sorted) are sessions known to have no chunk in `postings` (their first turn is in
+/// a run): their lists start at chunk 0 without a lookup. Any other session's lists go after
+/// their last stored chunk.
+pub(super) fn merge(
+    runs: &impl ReadableTable<u128, &'static [u8]>,
+    postings: &mut PostingsTable<'_>,
+    fresh: &[u32],
+) -> Result<Merged, Error> {
+    // The runs, found by seeking past each one.
+    let mut cursors = Vec::new();
+    let mut from = 0u128;
+    while let Some(entry) = runs.range(from..)?.next() {
+        let (run, _, _) = split_run_key(entry?.0.value());
+        let range = run_key(run, 0, 0)..=run_key(run, u64::MAX, u32::MAX);
+        cursors.push(RunCursor { entries: runs.range(range)?, current: None });
+        match run.checked_add(1) {
+            Some(next) => from = run_key(next, 0, 0),
+            None => break,
+        }
+    }
+    // Smallest (anchor, session) first; among equal ones, the earlier run.
+    let mut heap = BinaryHeap::with_capacity(cursors.len());
+    for (i, cursor) in cursors.iter_mut().enumerate() {
+        if let Some((hash, session)) = cursor.advance()? {
+            heap.push(Reverse((hash, session, i)));
+        }
+    }
+    let mut merged = Merged { runs: cursors.len() as u32, ..Merged::default() };
+    let mut list: Option<(u64, u32)> = None;
+    let mut next_chunk = 0u32;
+    while let Some(Reverse((hash, session, i))) = heap.pop() {
+        if list != Some((hash, session)) {
+            list = Some((hash, session));
+            next_chunk = if fresh.binary_search(&session).is_ok() {
+                0
+            } else {
+                after_last_chunk(postings, hash, session)?
+            };
+            merged.lists += 1;
+        }
+        let cursor = &mut cursors[i];
+        if let Some((key, value)) = &cursor.current {
+            let stored = for_each_chunk(value.value(), |chunk| {
+                postings.insert(posting_key(hash, session, next_chunk), chunk)?;
+                next_chunk =
+                    next_chunk.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))?;
+                merged.chunks += 1;
+                Ok(())
+            });
+            match stored {
+                Ok(()) => {}
+                Err(Ok(error)) => return Err(error),
+                Err(Err(e)) => return Err(corrupt(format!("run list {:?}", split_run_key(*key)), e)),
+            }
+        }
+        if let Some((hash, session)) = cursor.advance()? {
+            heap.push(Reverse((hash, session, i)));
+        }
+    }
+    Ok(merged)
+}
+
+/// The chunk number after the last stored chunk of a list (0 if it has none).
+fn after_last_chunk(postings: &PostingsTable<'_>, hash: u64, session: u32) -> Result<u32, Error> {
+    let range = posting_key(hash, session, 0)..=posting_key(hash, session, u32::MAX);
+    match postings.range(range)?.next_back() {
+        None => Ok(0),
+        Some(entry) => {
+            let (_, _, last) = split_posting_key(entry?.0.value());
+            last.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::grouped::{Grouped, NewBlock};
+    use super::super::records::{ForwardRecord, GateRecord, TurnRecord};
+    use super::super::{Store, StoreOptions, block_key};
+    use super::*;
+    use redb::ReadableTableMetadata;
+    use std::collections::BTreeSet;
+
+    type Turn = (u32, u32, Vec<u64>);
+    /// An anchor, its document frequency and its postings with their sessions.
+    type AnchorList = (u64, u64, Vec<(u32, Posting)>);
+
+    fn temp_store(dir: &tempfile::TempDir) -> Result<Store, Error> {
+        let options = StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(1),
+            quick_repair: false,
+        };
+        Store::open(&dir.path().join("index.redb"), &options)
+    }
+
+    /// A turn's anchors: one in every turn (lists longer than a chunk), a few that recur, one
+    /// per session and one per stretch of turns. Sorted, without repeats.
+    fn anchors(session: u32, turn: u32) -> Vec<u64> {
+        let set: BTreeSet<u64> =
+            [1, 10 + u64::from(turn % 7), 100 + u64::from(session), 1000 + u64::from(turn / 50)].into();
+        set.into_iter().collect()
+    }
+
+    /// Writes `turns` (each session's in turn order) in one transaction, folding their
+    /// postings into the lists or into a run. Returns what the run fold reports as fresh.
+    fn write_batch(store: &Store, turns: &[Turn], into_run: bool) -> Result<Vec<u32>, Error> {
+        store.write(|view| {
+            let gate = GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
+            let record = TurnRecord {
+                user: "u".into(),
+                assistant: "a".into(),
+                gate,
+                segment_start: 0,
+                time: None,
+                tools: vec![],
+            };
+            for (session, turn, hashes) in turns {
+                let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
+                let forward = ForwardRecord { len_user: hashes.len() as u32, len_assistant: 0, entries };
+                view.put_turn_to_fold(*session, *turn, &record, forward)?;
+            }
+            let mut ordered: Vec<&Turn> = turns.iter().collect();
+            ordered.sort_by_key(|(session, turn, _)| block_key(*session, *turn));
+            let blocks: Vec<NewBlock> = (ordered.iter())
+                .map(|(s, t, h)| NewBlock {
+                    key: block_key(*s, *t),
+                    len_user: h.len() as u32,
+                    len_assistant: 0,
+                })
+                .collect();
+            let entries: Vec<Vec<(u64, u32, u32)>> =
+                ordered.iter().map(|(_, _, h)| h.iter().map(|&x| (x, 1, 0)).collect()).collect();
+            let grouped = Grouped::by_anchor((0u32..).zip(entries.iter().map(|e| &e[..])));
+            if into_run {
+                view.fold_grouped_into_run(&grouped, &blocks)
+            } else {
+                view.fold_grouped(&grouped, &blocks).map(|()| Vec::new())
+            }
+        })
+    }
+
+    /// Every anchor's postings as readers see them, with its document frequency.
+    fn lists(store: &Store) -> Result<Vec<AnchorList>, Error> {
+        let view = store.read()?;
+        let mut hashes = BTreeSet::new();
+        view.for_each_term(|hash, _| {
+            hashes.insert(hash);
+        })?;
+        let mut out = Vec::new();
+        for hash in hashes {
+            let mut list = Vec::new();
+            view.anchor_postings(hash, |session, posting| list.push((session, posting)))?;
+            out.push((hash, view.df(hash)?, list));
+        }
+        Ok(out)
+    }
+
+    fn runs_left(store: &Store) -> Result<u64, Error> {
+        store.write(|view| Ok(view.tables.runs.len()?))
+    }
+
+    /// Session 0 has turns in the lists before the import; the import then adds 300 turns to
+    /// each of sessions 0, 1 and 2, interleaved, in batches of 200.
+    fn history() -> (Vec<Turn>, Vec<Vec<Turn>>) {
+        let before = (0..50).map(|t| (0, t, anchors(0, t))).collect();
+        let imported: Vec<Turn> = (0..300)
+            .flat_map(|i| {
+                (0..3).map(
+                    move |s| if s == 0 { (0, 50 + i, anchors(0, 50 + i)) } else { (s, i, anchors(s, i)) },
+                )
+            })
+            .collect();
+        (before, imported.chunks(200).map(<[Turn]>::to_vec).collect())
+    }
+
+    #[test]
+    fn runs_merged_give_the_lists_a_fold_of_each_batch_gives() -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let (dir_folded, dir_runs) = (tempfile::tempdir()?, tempfile::tempdir()?);
+        let (folded, runs) = (temp_store(&dir_folded)?, temp_store(&dir_runs)?);
+        write_batch(&folded, &before, false)?;
+        write_batch(&runs, &before, false)?;
+        let mut fresh = Vec::new();
+        for batch in &batches {
+            write_batch(&folded, batch, false)?;
+            fresh.extend(write_batch(&runs, batch, true)?);
+        }
+        fresh.sort_unstable();
+        assert_eq!(fresh, [1, 2], "session 0 had turns before the runs");
+        // Before the merge, statistics are complete and the runs hold the postings.
+        assert_eq!(runs.read()?.corpus_stats(), folded.read()?.corpus_stats());
+        assert!(runs_left(&runs)? > 0);
+        let merged = runs.merge_runs(&fresh)?;
+        assert_eq!(merged.runs, batches.len() as u32);
+        assert_eq!(runs_left(&runs)?, 0);
+        let expected = lists(&folded)?;
+        assert_eq!(lists(&runs)?, expected);
+        assert!(expected.iter().any(|(_, _, list)| list.len() > 300), "a list longer than a chunk");
+        // Chunks numbered from 0 without gaps, none over capacity.
+        let mut previous: Option<(u64, u32, u32)> = None;
+        runs.read()?.for_each_chunk(|hash, session, chunk, bytes| {
+            let next = match previous {
+                Some((h, s, c)) if (h, s) == (hash, session) => c + 1,
+                _ => 0,
+            };
+            assert_eq!(chunk, next, "{hash}/{session}");
+            let mut n = 0;
+            assert!(postings::decode(bytes, |_| n += 1).is_ok());
+            assert!(n <= CHUNK_CAPACITY);
+            previous = Some((hash, session, chunk));
+            true
+        })?;
+        Ok(())
+    }
+
+    #[test]
+    fn runs_left_by_a_killed_import_are_merged_when_the_index_opens() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let (before, batches) = history();
+        let (dir_folded, dir_runs) = (tempfile::tempdir()?, tempfile::tempdir()?);
+        let folded = temp_store(&dir_folded)?;
+        write_batch(&folded, &before, false)?;
+        {
+            let runs = temp_store(&dir_runs)?;
+            write_batch(&runs, &before, false)?;
+            for batch in &batches[..2] {
+                write_batch(&folded, batch, false)?;
+                write_batch(&runs, batch, true)?;
+            }
+            // A fold into the lists now would put postings before older ones in the runs.
+            assert!(write_batch(&runs, &batches[2], false).is_err());
+        } // closed without a merge, as a killed import leaves it
+        let reopened = temp_store(&dir_runs)?;
+        assert_eq!(runs_left(&reopened)?, 0);
+        assert_eq!(lists(&reopened)?, lists(&folded)?);
+        // And the lists go on from there.
+        write_batch(&folded, &batches[2], false)?;
+        write_batch(&reopened, &batches[2], false)?;
+        assert_eq!(lists(&reopened)?, lists(&folded)?);
+        Ok(())
+    }
+
+    #[test]
+    fn a_run_value_holds_the_list_as_chunks() -> Result<(), Box<dyn std::error::Error>> {
+        let list: Vec<Posting> = (0..300)
+            .map(|turn| Posting {
+                turn: turn * 2,
+                tf_user: 1,
+                tf_assistant: 0,
+                len_user: 4,
+                len_assistant: 0,
+            })
+            .collect();
+        let value = encode_list(&list)?;
+        let mut chunks = Vec::new();
+        let walked = for_each_chunk(&value, |chunk| {
+            chunks.push(chunk.to_vec());
+            Ok(())
+        });
+        assert!(walked.is_ok());
+        assert_eq!(chunks, postings::encode_list(list.iter())?);
+        // A value cut short is corrupt, not a panic.
+        assert!(matches!(for_each_chunk(&value[..value.len() - 1], |_| Ok(())), Err(Err(_))));
+        Ok(())
+    }
+}
