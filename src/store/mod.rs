@@ -10,7 +10,7 @@
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
 //! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |
-//! | `posting_runs` | `run << 96 \| hash << 32 \| session` | an import batch's postings of one list, as chunks; empty outside an import |
+//! | `posting_runs` | `run << 64 \| hash` | an import batch's postings of one anchor, session by session as chunks; empty outside an import |
 //! | `evidence` | evidence id | postcard `EvidenceRecord`: ref, kind, digest, sizes, projection, anchors |
 //! | `evidence_refs` | evidence ref | evidence id |
 //! | `evidence_postings` | `(hash, evidence id)` | term frequency, document length |

@@ -316,7 +316,8 @@ impl<'a> Reader<'a> {
         self.offset >= self.bytes.len()
     }
 
-    fn rest(&self) -> &'a [u8] {
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
         self.bytes.get(self.offset..).unwrap_or_default()
     }
 }

@@ -43,54 +43,71 @@ pub(super) fn next_run(runs: &impl ReadableTable<u128, &'static [u8]>) -> Result
     }
 }
 
-/// A run's value for a list of postings in turn order: its chunks, each preceded by its
-/// length in bytes.
-pub(super) fn encode_list(list: &[Posting]) -> Result<Vec<u8>, CorruptChunk> {
-    // About five bytes a posting, and a few for each chunk's framing.
-    let mut out = Vec::with_capacity(list.len() * 5 + 8);
-    for piece in list.chunks(CHUNK_CAPACITY as usize) {
+/// Appends one session's list of postings (in turn order) to an anchor's run value.
+pub(super) fn push_list(value: &mut Vec<u8>, session: u32, list: &[Posting]) -> Result<(), CorruptChunk> {
+    let pieces = list.chunks(CHUNK_CAPACITY as usize);
+    postings::write_varint(value, session);
+    postings::write_varint(value, pieces.len() as u32);
+    for piece in pieces {
         let mut chunk = ChunkBuilder::with_capacity(piece.len() * 5);
         for posting in piece {
             chunk.push(posting)?;
         }
-        postings::write_varint(&mut out, chunk.encoded_len() as u32);
-        chunk.finish_into(&mut out);
-    }
-    Ok(out)
-}
-
-/// Calls `store` with each chunk of a run's value.
-fn for_each_chunk(
-    value: &[u8],
-    mut store: impl FnMut(&[u8]) -> Result<(), Error>,
-) -> Result<(), Result<Error, CorruptChunk>> {
-    let mut reader = Reader::new(value);
-    while !reader.is_done() {
-        let len = reader.varint().map_err(Err)?;
-        store(reader.take(len as usize).map_err(Err)?).map_err(Ok)?;
+        postings::write_varint(value, chunk.encoded_len() as u32);
+        chunk.finish_into(value);
     }
     Ok(())
+}
+
+/// One session's list in one run's value of an anchor.
+struct Piece<'v> {
+    session: u32,
+    /// Which run, in the order they were written.
+    run: usize,
+    /// The framed chunks: `(varint chunk_len | chunk)*`.
+    chunks: &'v [u8],
+}
+
+/// Adds the pieces of a run's value to `out`.
+fn read_pieces<'v>(value: &'v [u8], run: usize, out: &mut Vec<Piece<'v>>) -> Result<(), CorruptChunk> {
+    let mut reader = Reader::new(value);
+    while !reader.is_done() {
+        let session = reader.varint()?;
+        let count = reader.varint()?;
+        let start = value.len() - reader.rest().len();
+        for _ in 0..count {
+            let len = reader.varint()?;
+            reader.take(len as usize)?;
+        }
+        let end = value.len() - reader.rest().len();
+        out.push(Piece { session, run, chunks: &value[start..end] });
+    }
+    Ok(())
+}
+
+/// The chunks of a piece, checked by [`read_pieces`] to be framed right.
+fn chunks_of<'v>(piece: &Piece<'v>) -> impl Iterator<Item = &'v [u8]> {
+    let mut reader = Reader::new(piece.chunks);
+    std::iter::from_fn(move || {
+        let len = reader.varint().ok()?;
+        reader.take(len as usize).ok()
+    })
 }
 
 /// One run's entries, the current one held.
 struct RunCursor<'r> {
     entries: Range<'r, u128, &'static [u8]>,
-    current: Option<(u128, AccessGuard<'r, &'static [u8]>)>,
+    current: Option<AccessGuard<'r, &'static [u8]>>,
 }
 
 impl RunCursor<'_> {
-    fn advance(&mut self) -> Result<Option<(u64, u32)>, Error> {
-        self.current = match self.entries.next() {
-            None => None,
-            Some(entry) => {
-                let (key, value) = entry?;
-                Some((key.value(), value))
-            }
-        };
-        Ok(self.current.as_ref().map(|(key, _)| {
-            let (_, hash, session) = split_run_key(*key);
-            (hash, session)
-        }))
+    /// Moves to the next anchor of the run and returns its hash.
+    fn advance(&mut self) -> Result<Option<u64>, Error> {
+        self.current = None;
+        let Some(entry) = self.entries.next() else { return Ok(None) };
+        let (key, value) = entry?;
+        self.current = Some(value);
+        Ok(Some(split_run_key(key.value()).1))
     }
 }
 
@@ -108,51 +125,61 @@ pub(super) fn merge(
     let mut cursors = Vec::new();
     let mut from = 0u128;
     while let Some(entry) = runs.range(from..)?.next() {
-        let (run, _, _) = split_run_key(entry?.0.value());
-        let range = run_key(run, 0, 0)..=run_key(run, u64::MAX, u32::MAX);
+        let (run, _) = split_run_key(entry?.0.value());
+        let range = run_key(run, 0)..=run_key(run, u64::MAX);
         cursors.push(RunCursor { entries: runs.range(range)?, current: None });
         match run.checked_add(1) {
-            Some(next) => from = run_key(next, 0, 0),
+            Some(next) => from = run_key(next, 0),
             None => break,
         }
     }
-    // Smallest (anchor, session) first; among equal ones, the earlier run.
+    // Smallest anchor first; among equal ones, the earlier run.
     let mut heap = BinaryHeap::with_capacity(cursors.len());
     for (i, cursor) in cursors.iter_mut().enumerate() {
-        if let Some((hash, session)) = cursor.advance()? {
-            heap.push(Reverse((hash, session, i)));
+        if let Some(hash) = cursor.advance()? {
+            heap.push(Reverse((hash, i)));
         }
     }
     let mut merged = Merged { runs: cursors.len() as u32, ..Merged::default() };
-    let mut list: Option<(u64, u32)> = None;
-    let mut next_chunk = 0u32;
-    while let Some(Reverse((hash, session, i))) = heap.pop() {
-        if list != Some((hash, session)) {
-            list = Some((hash, session));
-            next_chunk = if fresh.binary_search(&session).is_ok() {
-                0
-            } else {
-                after_last_chunk(postings, hash, session)?
-            };
-            merged.lists += 1;
+    let mut holding = Vec::with_capacity(cursors.len());
+    while let Some(&Reverse((hash, _))) = heap.peek() {
+        holding.clear();
+        while let Some(Reverse((_, i))) = heap.peek().filter(|Reverse((h, _))| *h == hash).copied() {
+            heap.pop();
+            holding.push(i);
         }
-        let cursor = &mut cursors[i];
-        if let Some((key, value)) = &cursor.current {
-            let stored = for_each_chunk(value.value(), |chunk| {
-                postings.insert(posting_key(hash, session, next_chunk), chunk)?;
+        let mut pieces = Vec::new();
+        for &i in &holding {
+            if let Some(value) = &cursors[i].current {
+                read_pieces(value.value(), i, &mut pieces)
+                    .map_err(|e| corrupt(format!("run {i} of anchor {hash:x}"), e))?;
+            }
+        }
+        // Each session's pieces in the order of their runs: its turns in order.
+        pieces.sort_unstable_by_key(|p| (p.session, p.run));
+        let mut list: Option<u32> = None;
+        let mut next_chunk = 0u32;
+        for piece in &pieces {
+            if list != Some(piece.session) {
+                list = Some(piece.session);
+                next_chunk = match fresh.binary_search(&piece.session) {
+                    Ok(_) => 0,
+                    Err(_) => after_last_chunk(postings, hash, piece.session)?,
+                };
+                merged.lists += 1;
+            }
+            for chunk in chunks_of(piece) {
+                postings.insert(posting_key(hash, piece.session, next_chunk), chunk)?;
                 next_chunk =
                     next_chunk.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))?;
                 merged.chunks += 1;
-                Ok(())
-            });
-            match stored {
-                Ok(()) => {}
-                Err(Ok(error)) => return Err(error),
-                Err(Err(e)) => return Err(corrupt(format!("run list {:?}", split_run_key(*key)), e)),
             }
         }
-        if let Some((hash, session)) = cursor.advance()? {
-            heap.push(Reverse((hash, session, i)));
+        drop(pieces);
+        for &i in &holding {
+            if let Some(next) = cursors[i].advance()? {
+                heap.push(Reverse((next, i)));
+            }
         }
     }
     Ok(merged)
@@ -340,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn a_run_value_holds_the_list_as_chunks() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_run_value_holds_each_sessions_list_as_chunks() -> Result<(), Box<dyn std::error::Error>> {
         let list: Vec<Posting> = (0..300)
             .map(|turn| Posting {
                 turn: turn * 2,
@@ -350,16 +377,22 @@ mod tests {
                 len_assistant: 0,
             })
             .collect();
-        let value = encode_list(&list)?;
-        let mut chunks = Vec::new();
-        let walked = for_each_chunk(&value, |chunk| {
-            chunks.push(chunk.to_vec());
-            Ok(())
-        });
-        assert!(walked.is_ok());
+        let mut value = Vec::new();
+        push_list(&mut value, 7, &list)?;
+        push_list(&mut value, 9, &list[..3])?;
+        let mut pieces = Vec::new();
+        read_pieces(&value, 4, &mut pieces)?;
+        let sessions: Vec<(u32, usize)> = pieces.iter().map(|p| (p.session, p.run)).collect();
+        assert_eq!(sessions, [(7, 4), (9, 4)]);
+        let chunks: Vec<Vec<u8>> = chunks_of(&pieces[0]).map(<[u8]>::to_vec).collect();
         assert_eq!(chunks, postings::encode_list(list.iter())?);
+        assert_eq!(chunks_of(&pieces[1]).count(), 1);
         // A value cut short is corrupt, not a panic.
-        assert!(matches!(for_each_chunk(&value[..value.len() - 1], |_| Ok(())), Err(Err(_))));
+        for end in 0..value.len() {
+            let mut cut = Vec::new();
+            let read = read_pieces(&value[..end], 0, &mut cut);
+            assert!(read.is_err() || cut.len() < 2, "cut at {end}");
+        }
         Ok(())
     }
 }

@@ -20,8 +20,8 @@ pub const POSTINGS: TableDefinition<u128, &[u8]> = TableDefinition::new("posting
 /// Scratch copy of [`POSTINGS`] while [`super::Store::rewrite_postings_in_key_order`] runs;
 /// renamed to `postings` in the same transaction, so a committed file never holds it.
 pub const POSTINGS_REWRITE: TableDefinition<u128, &[u8]> = TableDefinition::new("postings_rewrite");
-/// Run key -> the postings of one anchor in one session written by one batch of an import,
-/// in chunk encoding but of any length ([`super::runs`]). Empty outside an import.
+/// Run key -> the postings of one anchor written by one batch of an import, session by
+/// session as chunks ([`super::runs`]). Empty outside an import.
 pub const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("posting_runs");
 /// Evidence id -> postcard [`super::evidence::EvidenceRecord`].
 pub const EVIDENCE: TableDefinition<u32, &[u8]> = TableDefinition::new("evidence");

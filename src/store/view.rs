@@ -511,6 +511,7 @@ impl View<WriteSource<'_>> {
         };
         let mut lists = 0usize;
         let mut list: Vec<Posting> = Vec::new();
+        let mut run_value: Vec<u8> = Vec::new();
         let mut new_df = IdentityHashMap::default();
         new_df.reserve(pending.df.len());
         for (hash, group) in grouped.groups() {
@@ -535,12 +536,16 @@ impl View<WriteSource<'_>> {
                         }
                         writer.finish(table)?;
                     }
-                    FoldTarget::Run(run) => {
-                        let value = runs::encode_list(&list).map_err(|e| corrupt("pending postings", e))?;
-                        self.tables.runs.insert(keys::run_key(run, hash, session), value.as_slice())?;
+                    FoldTarget::Run(_) => {
+                        runs::push_list(&mut run_value, session, &list)
+                            .map_err(|e| corrupt("pending postings", e))?;
                     }
                 }
                 lists += 1;
+            }
+            if let FoldTarget::Run(run) = target {
+                self.tables.runs.insert(keys::run_key(run, hash), run_value.as_slice())?;
+                run_value.clear();
             }
             // Document frequency: one update per anchor.
             let df = self.folded_df(hash)? + group.len() as u64;
