@@ -13,7 +13,8 @@
 //!   written, so a malformed record leaves the index as it was. `skip_invalid` skips bad
 //!   records instead, each reported with its line and reason.
 //! - **Fast**: anchors are extracted in parallel; turns are written [`BATCH_TURNS`] per
-//!   transaction and folded into postings once per batch.
+//!   transaction; a file of one batch folds it into the posting lists, a longer one writes
+//!   each batch's postings as a run and merges the runs at its end (`store::runs`).
 
 mod chatgpt;
 mod claude;

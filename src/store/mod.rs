@@ -33,7 +33,7 @@
 //!
 //! A bulk import of more than one batch does not fold each batch into the lists: it writes
 //! each batch's postings as a run, appended in key order, and merges the runs into the lists
-//! at its end ([`runs`]).
+//! at its end (module `runs`).
 
 mod cursor;
 mod error;
@@ -146,7 +146,7 @@ impl Store {
     }
 
     /// Appends the postings of an import's runs to the posting lists and deletes the runs, in
-    /// one durable transaction (see [`runs`]). `fresh` (sorted) are sessions whose every
+    /// one durable transaction (see the `runs` module). `fresh` (sorted) are sessions whose every
     /// turn with postings is in the runs, as [`View::fold_grouped_into_run`] reported them.
     pub fn merge_runs(&self, fresh: &[u32]) -> Result<Merged, Error> {
         let mut txn = self.db.begin_write()?;

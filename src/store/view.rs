@@ -568,6 +568,7 @@ impl View<WriteSource<'_>> {
         log::debug!("folded {} turns into {lists} posting lists ({target:?})", pending.blocks.len());
         Ok(fresh)
     }
+
     /// Finishes a write view before its commit: folds the turns stored without a `pending` row
     /// ([`put_turn_to_fold`](Self::put_turn_to_fold)), then stores `meta` if it changed.
     pub(super) fn save_meta(&mut self) -> Result<(), Error> {
