@@ -353,8 +353,10 @@ mod tests {
                 write_batch(&folded, batch, false)?;
                 write_batch(&runs, batch, true)?;
             }
-            // A fold into the lists now would put postings before older ones in the runs.
+            // A fold into the lists now would put postings before older ones in the runs, and
+            // a merge after removing a session would bring its postings back.
             assert!(write_batch(&runs, &batches[2], false).is_err());
+            assert!(runs.write(|view| view.remove_sessions(&[1], |_| (0, 0))).is_err());
         } // closed without a merge, as a killed import leaves it
         let reopened = temp_store(&dir_runs)?;
         assert_eq!(runs_left(&reopened)?, 0);

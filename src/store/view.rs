@@ -494,9 +494,9 @@ impl View<WriteSource<'_>> {
         if pending.blocks.is_empty() {
             return Ok(Vec::new());
         }
-        if target == FoldTarget::Postings && !self.tables.runs.is_empty()? {
+        if target == FoldTarget::Postings {
             // Its lists would go before postings of earlier turns that wait in a run.
-            return Err(corrupt("posting runs", "an import's runs are not merged"));
+            self.refuse_while_runs_wait()?;
         }
         // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
         // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
@@ -567,6 +567,16 @@ impl View<WriteSource<'_>> {
         self.meta_dirty = true;
         log::debug!("folded {} turns into {lists} posting lists ({target:?})", pending.blocks.len());
         Ok(fresh)
+    }
+
+    /// Runs wait only inside an import, or after a merge that failed in a process still
+    /// running (the next open merges them): the lists are not whole until then.
+    fn refuse_while_runs_wait(&self) -> Result<(), Error> {
+        if self.tables.runs.is_empty()? {
+            Ok(())
+        } else {
+            Err(corrupt("posting runs", "an import's runs are not merged yet; open the index again"))
+        }
     }
 
     /// Finishes a write view before its commit: folds the turns stored without a `pending` row
@@ -784,6 +794,8 @@ impl View<WriteSource<'_>> {
         if ids.is_empty() {
             return Ok(removed);
         }
+        // A merge after this would bring back the postings of removed sessions.
+        self.refuse_while_runs_wait()?;
         let doomed: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
         let mut folded = FoldedTotals::default();
         for &id in &doomed {
