@@ -1,8 +1,8 @@
 //! Writing one anchor's posting list in one session into the `postings` table, chunk by chunk.
 //!
-//! Every writer of posting chunks goes through [`ListWriter`]: the fold (appending a batch to
-//! each list's tail), the merge of an import's runs, and the packing of loose chunks. Chunks
-//! are filled to [`postings::CHUNK_CAPACITY`] and numbered from 0 without gaps.
+//! The fold (appending a batch to each list's tail) and the packing of loose chunks write
+//! through [`ListWriter`], which fills chunks to [`super::postings::CHUNK_CAPACITY`] and numbers them
+//! from 0 without gaps. (The merge of an import's runs stores the runs' chunks as they are.)
 
 use super::error::{Error, corrupt};
 use super::keys;

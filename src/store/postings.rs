@@ -10,8 +10,9 @@
 //! The first posting's delta is its turn id. Side lengths (BM25's document lengths) are stored
 //! as one-byte norms ([`encode_norm`]: exact below 16, then 3 mantissa bits, ~12% steps), as
 //! search engines store field norms: length normalization needs the scale, not the digit, and
-//! a posting takes ~4 bytes instead of ~7. The header's `last_turn` lets [`append`] add a
-//! posting without decoding the body, so folding a batch rewrites only each list's tail chunk.
+//! a posting takes ~4 bytes instead of ~7. The header's `last_turn` lets
+//! [`ChunkBuilder::from_chunk`] continue a chunk without decoding its body, so folding a batch
+//! rewrites only each list's tail chunk.
 //! Decoding never trusts the bytes: corrupt input is an error, not a panic.
 
 /// Postings per chunk: keeps a chunk well inside one 4 KiB page (~6 bytes a posting).

@@ -3,16 +3,24 @@
 //! Folding a batch into the anchor-major `postings` table touches the lists of every anchor
 //! in the batch, all over the B-tree: each batch's commit copied most of its leaf pages, and
 //! at a million turns that was two thirds of the import's time. A bulk import instead writes
-//! each batch's lists as one *run* in `posting_runs`, keyed `(run, anchor, session)`: the
-//! run's keys ascend as the fold produces them and every run sorts after the ones before, so
-//! the writes append at the right edge of the tree. When the import ends, [`merge`] reads the
-//! runs side by side in `(anchor, session)` order and appends each list to `postings` once, in
-//! key order (external sorting, as search engines merge their segments).
+//! each batch's postings as one *run* in `posting_runs`, one value per anchor keyed `(run,
+//! anchor)`: a run's keys ascend as the fold produces them and every run sorts after the ones
+//! before, so the writes append at the right edge of the tree. When the import ends, [`merge`]
+//! reads the runs side by side in anchor order and appends each session's list to `postings`
+//! once, in key order (external sorting, as search engines merge their segments).
+//!
+//! A run's value holds, session by session, the list already cut into chunks of at most
+//! [`CHUNK_CAPACITY`] postings, so the merge stores bytes without decoding them:
+//! ```text
+//! value = (varint session | varint chunks | (varint chunk_len | chunk)*)*
+//! ```
+//! A list that spans runs keeps one chunk per run piece; `compact` packs such loose chunks.
 //!
 //! Everything but the postings is written by the batch itself: turns, document frequencies
 //! and N are exact after every commit. The postings of the runs are invisible to readers, so
 //! runs exist only inside an import, which holds the index alone; one left by a crash is
-//! merged when the index is next opened (`Store::open`), before anything reads it.
+//! merged when the index is next opened (`Store::open`), before anything reads it. Folding
+//! into the lists and removing sessions are refused while runs wait.
 
 use super::error::{Error, corrupt};
 use super::keys::{posting_key, run_key, split_posting_key, split_run_key};
