@@ -103,6 +103,10 @@ pub struct Corpus {
 /// Streams of the seed: each use of randomness gets its own, so they do not shift each other.
 const STREAM_SESSION: u64 = 1;
 const STREAM_QUERY: u64 = 2;
+const STREAM_IDENTIFIERS: u64 = 3;
+
+/// Identifiers appended to each side of a turn by [`Corpus::with_identifiers`].
+pub const IDENTIFIERS_PER_SIDE: usize = 3;
 
 impl Corpus {
     /// A corpus; equal seeds give equal text.
@@ -146,6 +150,24 @@ impl Corpus {
                 content,
             })
         })
+    }
+
+    /// `placed` with identifiers drawn from large pools appended to both sides, as real logs
+    /// carry them (hosts, tickets, commits): a vocabulary that keeps growing with the history,
+    /// where the topic vocabularies alone stop at a few thousand anchors. Deterministic per
+    /// seed, session and turn.
+    pub fn with_identifiers(&self, mut placed: PlacedTurn) -> PlacedTurn {
+        let index = (u64::from(placed.session) << 32) | u64::from(placed.turn);
+        let mut rng = Rng::derive(self.seed, STREAM_IDENTIFIERS, index);
+        let mut user = Vec::with_capacity(IDENTIFIERS_PER_SIDE);
+        for _ in 0..IDENTIFIERS_PER_SIDE {
+            user.push(format!("node-{:05} ticket_{:06}", rng.below(60_000), rng.below(600_000)));
+        }
+        let commits: Vec<String> =
+            (0..IDENTIFIERS_PER_SIDE).map(|_| format!("commit_{:07x}", rng.below(2_000_000))).collect();
+        placed.content.user.push_str(&format!(" See {}.", user.join(" ")));
+        placed.content.assistant.push_str(&format!(" Checked {}.", commits.join(" ")));
+        placed
     }
 
     /// A realistic follow-up question about `topic`; `n` picks one of many variants.
@@ -415,6 +437,28 @@ mod tests {
         assert!((0.2..=0.8).contains(&share), "{share:.2} of replies have Chinese text");
         let styles: HashSet<_> = (0..30).map(|s| corpus.session(s).style).collect();
         assert_eq!(styles.len(), 3, "sessions come in every language style");
+    }
+
+    #[test]
+    fn identifiers_are_appended_deterministically() {
+        let corpus = Corpus::new(9);
+        let plain: Vec<PlacedTurn> = corpus.spread(40, 2).collect();
+        let wide: Vec<PlacedTurn> = corpus.spread(40, 2).map(|t| corpus.with_identifiers(t)).collect();
+        let again: Vec<PlacedTurn> = corpus.spread(40, 2).map(|t| corpus.with_identifiers(t)).collect();
+        assert_eq!(wide, again);
+        let mut ids = std::collections::HashSet::new();
+        for (p, w) in plain.iter().zip(&wide) {
+            assert!(w.content.user.starts_with(&p.content.user) && w.content.user.contains(" ticket_"));
+            assert!(
+                w.content.assistant.starts_with(&p.content.assistant)
+                    && w.content.assistant.contains("commit_")
+            );
+            ids.extend(
+                w.content.assistant.split(' ').filter(|w| w.starts_with("commit_")).map(str::to_string),
+            );
+        }
+        // Drawn from a pool far larger than the turns: nearly every one is new.
+        assert!(ids.len() > 100, "{}", ids.len());
     }
 
     #[test]
