@@ -67,9 +67,10 @@ impl<'g> Writer<'g> {
         match (&written, &merged) {
             (Err(_), Err(e)) => log::warn!("the runs of a failed import are not merged yet: {e}"),
             (_, Ok(m)) => log::debug!(
-                "merged {} runs into {} posting lists in {:.0} ms",
+                "merged {} runs into {} posting lists ({} chunks) in {:.0} ms",
                 m.runs,
                 m.lists,
+                m.chunks,
                 started.elapsed().as_secs_f64() * 1e3
             ),
             (Ok(()), Err(_)) => {}

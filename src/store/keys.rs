@@ -53,6 +53,16 @@ pub fn split_posting_key(key: u128) -> (u64, u32, u32) {
     ((key >> 64) as u64, (key >> 32) as u32, key as u32)
 }
 
+/// Every [`posting_key`] of one anchor's list in one session.
+pub fn list_range(anchor_hash: u64, session: u32) -> std::ops::RangeInclusive<u128> {
+    posting_key(anchor_hash, session, 0)..=posting_key(anchor_hash, session, u32::MAX)
+}
+
+/// Every [`posting_key`] of one anchor, in every session.
+pub fn anchor_range(anchor_hash: u64) -> std::ops::RangeInclusive<u128> {
+    posting_key(anchor_hash, 0, 0)..=posting_key(anchor_hash, u32::MAX, u32::MAX)
+}
+
 /// `run << 64 | anchor_hash`: one anchor's postings in one run of an import (see
 /// [`super::runs`]). A run's keys ascend in the order a fold writes them.
 pub fn run_key(run: u32, anchor_hash: u64) -> u128 {

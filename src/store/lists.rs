@@ -7,7 +7,7 @@
 use super::error::{Error, corrupt};
 use super::keys;
 use super::postings::{ChunkBuilder, Posting};
-use redb::{ReadableTable, Table};
+use redb::{AccessGuard, ReadableTable, Table};
 
 /// The `postings` table of a write transaction.
 pub(super) type PostingsTable<'t> = Table<'t, u128, &'static [u8]>;
@@ -28,11 +28,10 @@ impl ListWriter {
 
     /// Continues the list's stored tail chunk, or starts the list if it has none.
     pub fn continuing(table: &PostingsTable<'_>, hash: u64, session: u32) -> Result<Self, Error> {
-        let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
-        let Some(entry) = table.range(range)?.next_back() else { return Ok(Self::new(hash, session)) };
-        let (key, value) = entry?;
-        let (_, _, chunk_no) = keys::split_posting_key(key.value());
-        let chunk = ChunkBuilder::from_chunk(value.value())
+        let Some((chunk_no, tail)) = last_chunk(table, hash, session)? else {
+            return Ok(Self::new(hash, session));
+        };
+        let chunk = ChunkBuilder::from_chunk(tail.value())
             .map_err(|e| corrupt(format!("posting chunk {hash:x}/{session}/{chunk_no}"), e))?;
         Ok(ListWriter { hash, session, chunk_no, chunk })
     }
@@ -64,5 +63,28 @@ impl ListWriter {
         let key = keys::posting_key(self.hash, self.session, self.chunk_no);
         table.insert(key, self.chunk.finish().as_slice())?;
         Ok(())
+    }
+}
+
+/// A stored chunk's bytes.
+type Chunk<'t> = AccessGuard<'t, &'static [u8]>;
+
+/// The number and bytes of a list's last stored chunk.
+fn last_chunk<'t>(
+    table: &'t impl ReadableTable<u128, &'static [u8]>,
+    hash: u64,
+    session: u32,
+) -> Result<Option<(u32, Chunk<'t>)>, Error> {
+    let Some(entry) = table.range(keys::list_range(hash, session))?.next_back() else { return Ok(None) };
+    let (key, value) = entry?;
+    let (_, _, chunk_no) = keys::split_posting_key(key.value());
+    Ok(Some((chunk_no, value)))
+}
+
+/// The number the next chunk of a list takes: after its last stored one (0 if it has none).
+pub(super) fn next_chunk_no(table: &PostingsTable<'_>, hash: u64, session: u32) -> Result<u32, Error> {
+    match last_chunk(table, hash, session)? {
+        None => Ok(0),
+        Some((last, _)) => last.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks")),
     }
 }

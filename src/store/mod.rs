@@ -140,7 +140,12 @@ impl Store {
         if left {
             log::warn!("{}: merging the postings of an interrupted import", self.path.display());
             let merged = self.merge_runs(&[])?;
-            log::info!("merged {} runs into {} posting lists", merged.runs, merged.lists);
+            log::info!(
+                "merged {} runs into {} posting lists ({} chunks)",
+                merged.runs,
+                merged.lists,
+                merged.chunks
+            );
         }
         Ok(())
     }

@@ -312,13 +312,17 @@ impl<'a> Reader<'a> {
         Ok(taken)
     }
 
+    /// Bytes read so far.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
     /// True when every byte is read.
     pub fn is_done(&self) -> bool {
         self.offset >= self.bytes.len()
     }
 
-    /// The bytes not read yet.
-    pub fn rest(&self) -> &'a [u8] {
+    fn rest(&self) -> &'a [u8] {
         self.bytes.get(self.offset..).unwrap_or_default()
     }
 }

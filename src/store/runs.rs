@@ -23,8 +23,8 @@
 //! into the lists and removing sessions are refused while runs wait.
 
 use super::error::{Error, corrupt};
-use super::keys::{posting_key, run_key, split_posting_key, split_run_key};
-use super::lists::PostingsTable;
+use super::keys::{posting_key, run_key, split_run_key};
+use super::lists::{self, PostingsTable};
 use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
 use redb::{AccessGuard, Range, ReadableTable};
 use std::cmp::Reverse;
@@ -82,12 +82,12 @@ fn read_pieces<'v>(value: &'v [u8], run: usize, out: &mut Vec<Piece<'v>>) -> Res
     while !reader.is_done() {
         let session = reader.varint()?;
         let count = reader.varint()?;
-        let start = value.len() - reader.rest().len();
+        let start = reader.offset();
         for _ in 0..count {
             let len = reader.varint()?;
             reader.take(len as usize)?;
         }
-        let end = value.len() - reader.rest().len();
+        let end = reader.offset();
         out.push(Piece { session, run, chunks: &value[start..end] });
     }
     Ok(())
@@ -172,7 +172,7 @@ pub(super) fn merge(
                 list = Some(piece.session);
                 next_chunk = match fresh.binary_search(&piece.session) {
                     Ok(_) => 0,
-                    Err(_) => after_last_chunk(postings, hash, piece.session)?,
+                    Err(_) => lists::next_chunk_no(postings, hash, piece.session)?,
                 };
                 merged.lists += 1;
             }
@@ -191,18 +191,6 @@ pub(super) fn merge(
         }
     }
     Ok(merged)
-}
-
-/// The chunk number after the last stored chunk of a list (0 if it has none).
-fn after_last_chunk(postings: &PostingsTable<'_>, hash: u64, session: u32) -> Result<u32, Error> {
-    let range = posting_key(hash, session, 0)..=posting_key(hash, session, u32::MAX);
-    match postings.range(range)?.next_back() {
-        None => Ok(0),
-        Some(entry) => {
-            let (_, _, last) = split_posting_key(entry?.0.value());
-            last.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))
-        }
-    }
 }
 
 #[cfg(test)]

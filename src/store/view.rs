@@ -340,7 +340,7 @@ impl<S: Source> View<S> {
         session: u32,
         mut emit: impl FnMut(Posting),
     ) -> Result<(), Error> {
-        let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
+        let range = keys::list_range(hash, session);
         for entry in self.tables.postings.range(range)? {
             let (key, value) = entry?;
             postings::decode(value.value(), &mut emit).map_err(|e| {
@@ -352,7 +352,7 @@ impl<S: Source> View<S> {
     /// A cursor over the anchor's folded postings in every session, in block-key order (pending
     /// turns are in [`View::pending`]).
     pub fn anchor_cursor(&self, hash: u64) -> Result<PostingCursor<'_>, Error> {
-        let range = keys::posting_key(hash, 0, 0)..=keys::posting_key(hash, u32::MAX, u32::MAX);
+        let range = keys::anchor_range(hash);
         PostingCursor::new(self.tables.postings.range(range)?)
     }
 
@@ -360,7 +360,7 @@ impl<S: Source> View<S> {
     /// session, in session then turn order: one range scan, since posting keys lead with the
     /// anchor (pending turns are in [`View::pending`]).
     pub fn anchor_postings(&self, hash: u64, mut emit: impl FnMut(u32, Posting)) -> Result<(), Error> {
-        let range = keys::posting_key(hash, 0, 0)..=keys::posting_key(hash, u32::MAX, u32::MAX);
+        let range = keys::anchor_range(hash);
         for entry in self.tables.postings.range(range)? {
             let (key, value) = entry?;
             let (_, session, _) = keys::split_posting_key(key.value());
@@ -942,7 +942,7 @@ impl View<WriteSource<'_>> {
         progress(0, total);
         for (done, &(hash, session)) in (1u64..).zip(&loose) {
             let mut list = Vec::new();
-            let range = keys::posting_key(hash, session, 0)..=keys::posting_key(hash, session, u32::MAX);
+            let range = keys::list_range(hash, session);
             let mut old_keys = Vec::new();
             for entry in self.tables.postings.range(range.clone())? {
                 let (key, value) = entry?;
