@@ -12,8 +12,9 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
     let env = TestEnv::new()?;
     let log = env.dir.path().join("big.jsonl");
     let sessions = ["alpha", "beta"];
-    // Three batches of `ctxgate::import::BATCH_TURNS`, so the kill can land between commits.
-    let per_session = 20_000usize;
+    // Nearly four batches of `ctxgate::import::BATCH_TURNS`, so the kill can land between
+    // commits (a release build writes the first batch in about 0.2 s and all of them in 0.6 s).
+    let per_session = 30_000usize;
     {
         let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
         for i in 0..per_session {
@@ -37,9 +38,9 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
         if child.try_wait()?.is_some() {
             break;
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(30));
     child.kill()?; // SIGKILL on Unix: no destructor, no flush
     let status = child.wait()?;
     assert_eq!(status.code(), None, "the import finished before it could be killed: grow the log");

@@ -1,8 +1,10 @@
 //! Writing imported turns: batches of [`BATCH_TURNS`] turns, one transaction each.
 //!
-//! Anchor extraction of the next batch, and the grouping of its postings by anchor, run on
-//! the rayon pool while the current batch is written (gate, store, fold, commit on one
-//! thread), so both cores work. A file longer than a batch folds each batch into a run of
+//! The next batch is read and prepared (anchor extraction on the rayon pool, then the grouping
+//! of its postings by anchor) on a scoped thread while the calling thread writes the current
+//! one (gate, store, fold, commit). Under `rayon::join` the writer took one of the pool's
+//! workers, leaving the extraction one; now the pool keeps both and the OS shares the cores
+//! among the three threads. A file longer than a batch folds each batch into a run of
 //! postings and merges the runs into the lists at its end.
 
 use super::turns::ParsedTurn;
@@ -40,7 +42,7 @@ impl<'g> Writer<'g> {
         Writer { gatekeeper, source, sessions }
     }
 
-    /// Writes every batch, extracting the next batch's anchors while the current one is written.
+    /// Writes every batch, preparing the next one while the current one is written.
     ///
     /// A file of one batch folds it into the posting lists. A longer one writes each batch's
     /// postings as a run and merges the runs once at the end (`store::runs`), also when a
@@ -55,15 +57,12 @@ impl<'g> Writer<'g> {
             None => return Ok(()),
         };
         let into_runs = first.turns.len() >= BATCH_TURNS;
-        let mut fresh = Vec::new();
-        let written = self.write_batches(first, batches, into_runs, &mut fresh);
+        let written = self.write_batches(first, batches, into_runs);
         if !into_runs {
             return written;
         }
         let started = Instant::now();
-        fresh.sort_unstable();
-        fresh.dedup();
-        let merged = self.gatekeeper.store().merge_runs(&fresh);
+        let merged = self.gatekeeper.store().merge_runs();
         match (&written, &merged) {
             (Err(_), Err(e)) => log::warn!("the runs of a failed import are not merged yet: {e}"),
             (_, Ok(m)) => log::debug!(
@@ -84,19 +83,19 @@ impl<'g> Writer<'g> {
         first: PreparedBatch,
         mut batches: I,
         into_runs: bool,
-        fresh: &mut Vec<u32>,
     ) -> Result<(), crate::Error>
     where
         I: Iterator<Item = Result<Batch, crate::Error>> + Send,
     {
         let mut current = first;
         loop {
-            let (next, written) = rayon::join(
-                || batches.next().map(|b| b.map(prepare)),
-                || self.write_batch(std::mem::take(&mut current), into_runs),
-            );
-            let (spent, batch_fresh) = written?;
-            fresh.extend(batch_fresh);
+            let (next, written) = std::thread::scope(|scope| {
+                let next = scope.spawn(|| batches.next().map(|b| b.map(prepare)));
+                let written = self.write_batch(std::mem::take(&mut current), into_runs);
+                // A panic while preparing goes on where rayon::join would take it.
+                (next.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), written)
+            });
+            let spent = written?;
             drop(spent); // both threads are done: no allocation contends with these frees
             match next {
                 Some(batch) => current = batch?,
@@ -108,19 +107,15 @@ impl<'g> Writer<'g> {
     /// Writes one batch in one transaction, its postings into the lists or as a run. Returns
     /// what its turns no longer need, for the caller to free while no other thread allocates
     /// (freed here, beside the next batch's extraction, glibc's per-arena locks made those
-    /// frees a fifth of the import's time), and the sessions whose first turn it wrote to a run.
-    fn write_batch(
-        &self,
-        batch: PreparedBatch,
-        into_run: bool,
-    ) -> Result<(Vec<ingest::Spent>, Vec<u32>), crate::Error> {
+    /// frees a fifth of the import's time).
+    fn write_batch(&self, batch: PreparedBatch, into_run: bool) -> Result<Vec<ingest::Spent>, crate::Error> {
         let started = Instant::now();
         let PreparedBatch { turns: batch, ranks, mut blocks, grouped } = batch;
         let turns = batch.len();
         // Where the writer's time goes: adding the turns (gate, rows), the fold, the commit.
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
         let mut spent = Vec::with_capacity(turns);
-        let fresh = self.gatekeeper.store().write(|view| -> Result<Vec<u32>, crate::Error> {
+        self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
             // Turns added one at a time and not folded yet go first: the batch's fold takes
             // exactly the batch.
             view.fold()?;
@@ -151,14 +146,13 @@ impl<'g> Writer<'g> {
             }
             append_time = started.elapsed();
             let fold_started = Instant::now();
-            let fresh = if into_run {
-                view.fold_grouped_into_run(&grouped, &blocks)?
+            if into_run {
+                view.fold_grouped_into_run(&grouped, &blocks)?;
             } else {
                 view.fold_grouped(&grouped, &blocks)?;
-                Vec::new()
-            };
+            }
             fold_time = fold_started.elapsed();
-            Ok(fresh)
+            Ok(())
         })?;
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let total = started.elapsed();
@@ -169,7 +163,7 @@ impl<'g> Writer<'g> {
             ms(fold_time),
             ms(total.saturating_sub(append_time + fold_time))
         );
-        Ok((spent, fresh))
+        Ok(spent)
     }
 }
 

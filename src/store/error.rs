@@ -101,7 +101,8 @@ from_redb!(
     redb::TransactionError,
     redb::TableError,
     redb::StorageError,
-    redb::CommitError
+    redb::CommitError,
+    redb::CursorError
 );
 
 /// A record that failed to decode.

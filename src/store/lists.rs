@@ -80,11 +80,3 @@ fn last_chunk<'t>(
     let (_, _, chunk_no) = keys::split_posting_key(key.value());
     Ok(Some((chunk_no, value)))
 }
-
-/// The number the next chunk of a list takes: after its last stored one (0 if it has none).
-pub(super) fn next_chunk_no(table: &PostingsTable<'_>, hash: u64, session: u32) -> Result<u32, Error> {
-    match last_chunk(table, hash, session)? {
-        None => Ok(0),
-        Some((last, _)) => last.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks")),
-    }
-}

@@ -45,6 +45,7 @@ mod lists;
 pub(crate) mod postings;
 pub(crate) mod records;
 mod runs;
+mod sorted;
 mod source_index;
 mod tables;
 mod view;
@@ -139,7 +140,7 @@ impl Store {
         drop(txn);
         if left {
             log::warn!("{}: merging the postings of an interrupted import", self.path.display());
-            let merged = self.merge_runs(&[])?;
+            let merged = self.merge_runs()?;
             log::info!(
                 "merged {} runs into {} posting lists ({} chunks)",
                 merged.runs,
@@ -151,9 +152,8 @@ impl Store {
     }
 
     /// Appends the postings of an import's runs to the posting lists and deletes the runs, in
-    /// one durable transaction (see the `runs` module). `fresh` (sorted) are sessions whose every
-    /// turn with postings is in the runs, as [`View::fold_grouped_into_run`] reported them.
-    pub fn merge_runs(&self, fresh: &[u32]) -> Result<Merged, Error> {
+    /// one durable transaction (see the `runs` module).
+    pub fn merge_runs(&self) -> Result<Merged, Error> {
         let mut txn = self.db.begin_write()?;
         txn.set_quick_repair(self.quick_repair);
         let merged = {
@@ -162,7 +162,7 @@ impl Store {
                 return Ok(Merged::default());
             }
             let mut postings = txn.open_table(POSTINGS)?;
-            runs::merge(&runs, &mut postings, fresh)?
+            runs::merge(&runs, &mut postings)?
         };
         txn.delete_table(RUNS)?;
         txn.commit()?;

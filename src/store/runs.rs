@@ -23,12 +23,14 @@
 //! into the lists and removing sessions are refused while runs wait.
 
 use super::error::{Error, corrupt};
-use super::keys::{posting_key, run_key, split_run_key};
-use super::lists::{self, PostingsTable};
+use super::keys::{list_range, posting_key, run_key, split_posting_key, split_run_key};
+use super::lists::PostingsTable;
 use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
+use super::sorted::Gap;
 use redb::{AccessGuard, Range, ReadableTable};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Bound;
 
 /// What a merge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -119,78 +121,113 @@ impl RunCursor<'_> {
     }
 }
 
-/// Appends every run's lists to `postings`, runs in the order they were written.
-///
-/// `fresh` (sorted) are sessions known to have no chunk in `postings` (their first turn is in
-/// a run): their lists start at chunk 0 without a lookup. Any other session's lists go after
-/// their last stored chunk.
-pub(super) fn merge(
-    runs: &impl ReadableTable<u128, &'static [u8]>,
-    postings: &mut PostingsTable<'_>,
-    fresh: &[u32],
-) -> Result<Merged, Error> {
-    // The runs, found by seeking past each one.
-    let mut cursors = Vec::new();
-    let mut from = 0u128;
-    while let Some(entry) = runs.range(from..)?.next() {
-        let (run, _) = split_run_key(entry?.0.value());
-        let range = run_key(run, 0)..=run_key(run, u64::MAX);
-        cursors.push(RunCursor { entries: runs.range(range)?, current: None });
-        match run.checked_add(1) {
-            Some(next) => from = run_key(next, 0),
-            None => break,
+/// The runs read side by side, one anchor at a time in hash order (a k-way merge).
+struct RunMerge<'r> {
+    cursors: Vec<RunCursor<'r>>,
+    /// The runs' next anchors: smallest first, among equal ones the earlier run.
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    /// The runs that hold the current anchor.
+    holding: Vec<usize>,
+}
+
+impl<'r> RunMerge<'r> {
+    fn open(runs: &'r impl ReadableTable<u128, &'static [u8]>) -> Result<Self, Error> {
+        // The runs, found by seeking past each one.
+        let mut cursors = Vec::new();
+        let mut from = 0u128;
+        while let Some(entry) = runs.range(from..)?.next() {
+            let (run, _) = split_run_key(entry?.0.value());
+            let range = run_key(run, 0)..=run_key(run, u64::MAX);
+            cursors.push(RunCursor { entries: runs.range(range)?, current: None });
+            match run.checked_add(1) {
+                Some(next) => from = run_key(next, 0),
+                None => break,
+            }
         }
+        let mut heap = BinaryHeap::with_capacity(cursors.len());
+        for (i, cursor) in cursors.iter_mut().enumerate() {
+            if let Some(hash) = cursor.advance()? {
+                heap.push(Reverse((hash, i)));
+            }
+        }
+        Ok(RunMerge { holding: Vec::with_capacity(cursors.len()), cursors, heap })
     }
-    // Smallest anchor first; among equal ones, the earlier run.
-    let mut heap = BinaryHeap::with_capacity(cursors.len());
-    for (i, cursor) in cursors.iter_mut().enumerate() {
-        if let Some(hash) = cursor.advance()? {
-            heap.push(Reverse((hash, i)));
+
+    /// Moves to the next anchor any run holds and returns its hash.
+    fn advance(&mut self) -> Result<Option<u64>, Error> {
+        for &i in &self.holding {
+            if let Some(next) = self.cursors[i].advance()? {
+                self.heap.push(Reverse((next, i)));
+            }
         }
+        self.holding.clear();
+        let Some(&Reverse((hash, _))) = self.heap.peek() else { return Ok(None) };
+        while let Some(Reverse((_, i))) = self.heap.peek().filter(|Reverse((h, _))| *h == hash).copied() {
+            self.heap.pop();
+            self.holding.push(i);
+        }
+        Ok(Some(hash))
     }
-    let mut merged = Merged { runs: cursors.len() as u32, ..Merged::default() };
-    let mut holding = Vec::with_capacity(cursors.len());
-    while let Some(&Reverse((hash, _))) = heap.peek() {
-        holding.clear();
-        while let Some(Reverse((_, i))) = heap.peek().filter(|Reverse((h, _))| *h == hash).copied() {
-            heap.pop();
-            holding.push(i);
-        }
+
+    /// The current anchor's pieces, each session's in the order of their runs: its turns in
+    /// order.
+    fn pieces(&self, hash: u64) -> Result<Vec<Piece<'_>>, Error> {
         let mut pieces = Vec::new();
-        for &i in &holding {
-            if let Some(value) = &cursors[i].current {
+        for &i in &self.holding {
+            if let Some(value) = &self.cursors[i].current {
                 read_pieces(value.value(), i, &mut pieces)
                     .map_err(|e| corrupt(format!("run {i} of anchor {hash:x}"), e))?;
             }
         }
-        // Each session's pieces in the order of their runs: its turns in order.
         pieces.sort_unstable_by_key(|p| (p.session, p.run));
-        let mut list: Option<u32> = None;
-        let mut next_chunk = 0u32;
-        for piece in &pieces {
-            if list != Some(piece.session) {
-                list = Some(piece.session);
-                next_chunk = match fresh.binary_search(&piece.session) {
-                    Ok(_) => 0,
-                    Err(_) => lists::next_chunk_no(postings, hash, piece.session)?,
-                };
-                merged.lists += 1;
+        Ok(pieces)
+    }
+}
+
+/// Appends every run's lists to `postings`, runs in the order they were written, each list
+/// after its last stored chunk.
+///
+/// The chunks go in through one cursor in ascending key order (see `super::sorted`), which
+/// moves only when a stored entry lies before the next list's end: into an empty table, never.
+pub(super) fn merge(
+    runs: &impl ReadableTable<u128, &'static [u8]>,
+    postings: &mut PostingsTable<'_>,
+) -> Result<Merged, Error> {
+    let mut merge = RunMerge::open(runs)?;
+    let mut merged = Merged { runs: merge.cursors.len() as u32, ..Merged::default() };
+    let mut cursor = postings.lower_bound_mut(Bound::<u128>::Unbounded)?;
+    let mut gap = Gap::of(&mut cursor)?;
+    while let Some(hash) = merge.advance()? {
+        let pieces = merge.pieces(hash)?;
+        for list in pieces.chunk_by(|a, b| a.session == b.session) {
+            let session = list[0].session;
+            let range = list_range(hash, session);
+            if gap.after.is_some_and(|next| next <= *range.end()) {
+                // Stored entries come first, maybe chunks of this list: to the list's end.
+                cursor.close()?;
+                cursor = postings.lower_bound_mut(Bound::Included(*range.end()))?;
+                gap = Gap::of(&mut cursor)?;
             }
-            for chunk in chunks_of(piece) {
-                postings.insert(posting_key(hash, piece.session, next_chunk), chunk)?;
-                next_chunk =
-                    next_chunk.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))?;
+            // The gap's neighbours were stored before this merge, so a list's stored chunks
+            // end just before it, when it has any.
+            let mut chunk_no = match gap.before.filter(|key| range.contains(key)) {
+                Some(last) => next_chunk(split_posting_key(last).2)?,
+                None => 0,
+            };
+            for chunk in list.iter().flat_map(chunks_of) {
+                cursor.insert_before(posting_key(hash, session, chunk_no), chunk)?;
+                chunk_no = next_chunk(chunk_no)?;
                 merged.chunks += 1;
             }
-        }
-        drop(pieces);
-        for &i in &holding {
-            if let Some(next) = cursors[i].advance()? {
-                heap.push(Reverse((next, i)));
-            }
+            merged.lists += 1;
         }
     }
+    cursor.close()?;
     Ok(merged)
+}
+
+fn next_chunk(chunk_no: u32) -> Result<u32, Error> {
+    chunk_no.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))
 }
 
 #[cfg(test)]
@@ -224,8 +261,8 @@ mod tests {
     }
 
     /// Writes `turns` (each session's in turn order) in one transaction, folding their
-    /// postings into the lists or into a run. Returns what the run fold reports as fresh.
-    fn write_batch(store: &Store, turns: &[Turn], into_run: bool) -> Result<Vec<u32>, Error> {
+    /// postings into the lists or into a run.
+    fn write_batch(store: &Store, turns: &[Turn], into_run: bool) -> Result<(), Error> {
         store.write(|view| {
             let gate = GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
             let record = TurnRecord {
@@ -256,7 +293,7 @@ mod tests {
             if into_run {
                 view.fold_grouped_into_run(&grouped, &blocks)
             } else {
-                view.fold_grouped(&grouped, &blocks).map(|()| Vec::new())
+                view.fold_grouped(&grouped, &blocks)
             }
         })
     }
@@ -281,10 +318,11 @@ mod tests {
         store.write(|view| Ok(view.tables.runs.len()?))
     }
 
-    /// Session 0 has turns in the lists before the import; the import then adds 300 turns to
-    /// each of sessions 0, 1 and 2, interleaved, in batches of 200.
+    /// Sessions 0 and 3 have turns in the lists before the import; the import then adds 300
+    /// turns to each of sessions 0, 1 and 2, interleaved, in batches of 200. The new lists of
+    /// an anchor go after stored chunks of session 0 and before those of session 3.
     fn history() -> (Vec<Turn>, Vec<Vec<Turn>>) {
-        let before = (0..50).map(|t| (0, t, anchors(0, t))).collect();
+        let before = [0, 3].into_iter().flat_map(|s| (0..50).map(move |t| (s, t, anchors(s, t)))).collect();
         let imported: Vec<Turn> = (0..300)
             .flat_map(|i| {
                 (0..3).map(
@@ -302,17 +340,14 @@ mod tests {
         let (folded, runs) = (temp_store(&dir_folded)?, temp_store(&dir_runs)?);
         write_batch(&folded, &before, false)?;
         write_batch(&runs, &before, false)?;
-        let mut fresh = Vec::new();
         for batch in &batches {
             write_batch(&folded, batch, false)?;
-            fresh.extend(write_batch(&runs, batch, true)?);
+            write_batch(&runs, batch, true)?;
         }
-        fresh.sort_unstable();
-        assert_eq!(fresh, [1, 2], "session 0 had turns before the runs");
         // Before the merge, statistics are complete and the runs hold the postings.
         assert_eq!(runs.read()?.corpus_stats(), folded.read()?.corpus_stats());
         assert!(runs_left(&runs)? > 0);
-        let merged = runs.merge_runs(&fresh)?;
+        let merged = runs.merge_runs()?;
         assert_eq!(merged.runs, batches.len() as u32);
         assert_eq!(runs_left(&runs)?, 0);
         let expected = lists(&folded)?;

@@ -12,8 +12,10 @@ use super::lists::ListWriter;
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::runs;
+use super::sorted;
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -187,8 +189,9 @@ pub struct View<S: Source> {
     pub(super) tables: Tables<S>,
     pending: PendingBlocks,
     meta_dirty: bool,
-    /// Pending turns of this transaction without a `pending` row: folded before it commits.
-    unlogged: bool,
+    /// Pending turns of this transaction without a `pending` row, by block key: their encoded
+    /// `turns` rows, stored in key order by the fold, which comes before the commit.
+    unlogged: BTreeMap<u64, Vec<u8>>,
     /// Folded document frequencies read in this view (a bulk import looks the same ones up
     /// for every turn). Cleared when a fold changes them.
     df_cache: Mutex<IdentityHashMap<u64, u64>>,
@@ -215,7 +218,7 @@ impl<S: Source> View<S> {
             tables,
             pending,
             meta_dirty: false,
-            unlogged: false,
+            unlogged: BTreeMap::new(),
             df_cache: Mutex::new(IdentityHashMap::default()),
         })
     }
@@ -271,7 +274,7 @@ impl<S: Source> View<S> {
         }
         Ok(Counts {
             sessions: self.tables.sessions.len()?,
-            turns: self.tables.turns.len()?,
+            turns: self.tables.turns.len()? + self.unlogged.len() as u64,
             anchors: self.tables.terms.len()? + new_anchors,
             postings: self.meta.folded_postings + self.pending.postings,
             pending: self.pending.blocks.len() as u64,
@@ -282,7 +285,7 @@ impl<S: Source> View<S> {
     /// each table's length in its header, so no row is read.
     pub(crate) fn row_counts(&self) -> Result<RowCounts, Error> {
         Ok(RowCounts {
-            turns: self.tables.turns.len()?,
+            turns: self.tables.turns.len()? + self.unlogged.len() as u64,
             chunks: self.tables.postings.len()?,
             terms: self.tables.terms.len()?,
             evidence: self.tables.evidence.len()?,
@@ -324,13 +327,14 @@ impl<S: Source> View<S> {
 
     /// A turn's text and gate record.
     pub fn turn_record(&self, session: u32, turn: u32) -> Result<Option<TurnRecord>, Error> {
-        self.tables
-            .turns
-            .get(block_key(session, turn))?
-            .map(|g| {
-                postcard::from_bytes(g.value()).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
-            })
-            .transpose()
+        let key = block_key(session, turn);
+        let decode = |bytes: &[u8]| {
+            postcard::from_bytes(bytes).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
+        };
+        if let Some(row) = self.unlogged.get(&key) {
+            return decode(row).map(Some);
+        }
+        self.tables.turns.get(key)?.map(|g| decode(g.value())).transpose()
     }
 
     /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
@@ -400,17 +404,21 @@ impl View<WriteSource<'_>> {
         record: &TurnRecord,
         forward: ForwardRecord,
     ) -> Result<(), Error> {
+        let key = block_key(session, turn);
         let anchors =
             postcard::to_allocvec(&forward).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
-        self.tables.pending.insert(block_key(session, turn), anchors.as_slice())?;
-        self.store_turn(session, turn, record, forward)
+        self.tables.pending.insert(key, anchors.as_slice())?;
+        self.tables.turns.insert(key, encode_turn(session, turn, record)?.as_slice())?;
+        self.pending.add(key, forward);
+        Ok(())
     }
 
     /// Stores a new turn like [`put_turn`](Self::put_turn), but without its `pending` row: its
     /// anchors stay in memory, and this transaction folds them into the postings before it
     /// commits (at the latest when `Store::write` finishes the view). For bulk writers, which
     /// fold at the end of every batch anyway: the row would be written and deleted in the same
-    /// transaction. Readers see exactly what `put_turn` + `fold` gives.
+    /// transaction. The `turns` row waits for the fold too, which stores a batch's rows in key
+    /// order (`super::sorted`). Readers see exactly what `put_turn` + `fold` gives.
     pub fn put_turn_to_fold(
         &mut self,
         session: u32,
@@ -418,25 +426,11 @@ impl View<WriteSource<'_>> {
         record: &TurnRecord,
         forward: ForwardRecord,
     ) -> Result<(), Error> {
-        self.store_turn(session, turn, record, forward)?;
-        self.unlogged = true;
-        Ok(())
-    }
-
-    /// The turn row, and the anchors queued in memory for the next fold.
-    fn store_turn(
-        &mut self,
-        session: u32,
-        turn: u32,
-        record: &TurnRecord,
-        forward: ForwardRecord,
-    ) -> Result<(), Error> {
+        // A turn stored before makes the fold's insert fail; one put twice fails here.
         let key = block_key(session, turn);
-        // One allocation: the texts and a little framing.
-        let capacity = record.user.len() + record.assistant.len() + 64;
-        let text = postcard::to_extend(record, Vec::with_capacity(capacity))
-            .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
-        self.tables.turns.insert(key, text.as_slice())?;
+        if self.unlogged.insert(key, encode_turn(session, turn, record)?).is_some() {
+            return Err(corrupt(format!("turn {session}:{turn}"), "put twice"));
+        }
         self.pending.add(key, forward);
         Ok(())
     }
@@ -467,32 +461,25 @@ impl View<WriteSource<'_>> {
     ///
     /// Each list's tail chunk is read and rewritten once, anchor by anchor in key order.
     pub fn fold_grouped(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
-        self.fold_to(grouped, blocks, FoldTarget::Postings).map(drop)
+        self.fold_to(grouped, blocks, FoldTarget::Postings)
     }
 
     /// [`fold_grouped`](Self::fold_grouped) for a bulk import: the postings go to a new run
     /// (see `super::runs`) instead of the lists, and stay out of reach of readers until
-    /// [`super::Store::merge_runs`]. Returns the sessions whose first turn the batch holds,
-    /// sorted: all of their postings are in runs, which the merge takes as given.
-    pub fn fold_grouped_into_run(
-        &mut self,
-        grouped: &Grouped,
-        blocks: &[NewBlock],
-    ) -> Result<Vec<u32>, Error> {
+    /// [`super::Store::merge_runs`].
+    pub fn fold_grouped_into_run(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
         let run = runs::next_run(&self.tables.runs)?;
         self.fold_to(grouped, blocks, FoldTarget::Run(run))
     }
 
-    fn fold_to(
-        &mut self,
-        grouped: &Grouped,
-        blocks: &[NewBlock],
-        target: FoldTarget,
-    ) -> Result<Vec<u32>, Error> {
+    fn fold_to(&mut self, grouped: &Grouped, blocks: &[NewBlock], target: FoldTarget) -> Result<(), Error> {
         let pending = std::mem::take(&mut self.pending);
         check_fold_input(&pending, grouped, blocks)?;
+        let unlogged = std::mem::take(&mut self.unlogged);
+        sorted::insert_new(&mut self.tables.turns, unlogged.iter().map(|(key, row)| (*key, row.as_slice())))?;
+        drop(unlogged);
         if pending.blocks.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if target == FoldTarget::Postings {
             // Its lists would go before postings of earlier turns that wait in a run.
@@ -511,7 +498,10 @@ impl View<WriteSource<'_>> {
         };
         let mut lists = 0usize;
         let mut list: Vec<Posting> = Vec::new();
-        let mut run_value: Vec<u8> = Vec::new();
+        // The run's values, one after the other, and where each anchor's ends: stored together
+        // once the anchors are done, in key order.
+        let mut run_values: Vec<u8> = Vec::new();
+        let mut run_ends: Vec<(u64, usize)> = Vec::new();
         let mut new_df = IdentityHashMap::default();
         new_df.reserve(pending.df.len());
         for (hash, group) in grouped.groups() {
@@ -537,20 +527,27 @@ impl View<WriteSource<'_>> {
                         writer.finish(table)?;
                     }
                     FoldTarget::Run(_) => {
-                        runs::push_list(&mut run_value, session, &list)
+                        runs::push_list(&mut run_values, session, &list)
                             .map_err(|e| corrupt("pending postings", e))?;
                     }
                 }
                 lists += 1;
             }
-            if let FoldTarget::Run(run) = target {
-                self.tables.runs.insert(keys::run_key(run, hash), run_value.as_slice())?;
-                run_value.clear();
+            if let FoldTarget::Run(_) = target {
+                run_ends.push((hash, run_values.len()));
             }
             // Document frequency: one update per anchor.
             let df = self.folded_df(hash)? + group.len() as u64;
             self.tables.terms.insert(hash, df)?;
             new_df.insert(hash, df);
+        }
+        if let FoldTarget::Run(run) = target {
+            let starts = std::iter::once(0).chain(run_ends.iter().map(|&(_, end)| end));
+            let rows = run_ends
+                .iter()
+                .zip(starts)
+                .map(|(&(hash, end), start)| (keys::run_key(run, hash), &run_values[start..end]));
+            sorted::insert_new(&mut self.tables.runs, rows)?;
         }
         // Only the folded anchors' frequencies changed; keeping just them bounds the cache
         // by one fold while the next batch of an import, which shares most of its anchors
@@ -559,14 +556,13 @@ impl View<WriteSource<'_>> {
             *cache = new_df;
         }
         self.tables.pending.retain(|_, _| false)?;
-        self.unlogged = false;
         self.meta.folded_blocks += pending.blocks.len() as u64;
         self.meta.folded_len_user += pending.len_user;
         self.meta.folded_len_assistant += pending.len_assistant;
         self.meta.folded_postings += pending.postings;
         self.meta_dirty = true;
         log::debug!("folded {} turns into {lists} posting lists ({target:?})", pending.blocks.len());
-        Ok(fresh)
+        Ok(())
     }
 
     /// Runs wait only inside an import, or after a merge that failed in a process still
@@ -582,7 +578,7 @@ impl View<WriteSource<'_>> {
     /// Finishes a write view before its commit: folds the turns stored without a `pending` row
     /// ([`put_turn_to_fold`](Self::put_turn_to_fold)), then stores `meta` if it changed.
     pub(super) fn save_meta(&mut self) -> Result<(), Error> {
-        if self.unlogged {
+        if !self.unlogged.is_empty() {
             self.fold()?;
         }
         if !self.meta_dirty {
@@ -639,6 +635,14 @@ impl PendingBlocks {
             (s, t, f)
         })
     }
+}
+
+/// A turn's `turns` row.
+fn encode_turn(session: u32, turn: u32, record: &TurnRecord) -> Result<Vec<u8>, Error> {
+    // One allocation: the texts and a little framing.
+    let capacity = record.user.len() + record.assistant.len() + 64;
+    postcard::to_extend(record, Vec::with_capacity(capacity))
+        .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
 }
 
 /// Checks what [`View::fold_grouped`] is given against the pending turns: the same blocks,
