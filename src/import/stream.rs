@@ -184,7 +184,12 @@ fn check(
             ),
         ));
     }
-    positions.insert(line.session.clone(), position + 1);
+    match positions.get_mut(&line.session) {
+        Some(next) => *next += 1,
+        None => {
+            positions.insert(line.session.clone(), 1);
+        }
+    }
     Ok(line)
 }
 

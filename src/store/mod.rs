@@ -153,20 +153,33 @@ impl Store {
 
     /// Appends the postings of an import's runs to the posting lists and deletes the runs, in
     /// one durable transaction (see the `runs` module).
+    ///
+    /// A second thread reads the runs, through a read transaction begun first (so it sees every
+    /// run), while this one stores the lists: reading them was the larger half of the work.
     pub fn merge_runs(&self) -> Result<Merged, Error> {
+        let read = self.db.begin_read()?;
         let mut txn = self.db.begin_write()?;
         txn.set_quick_repair(self.quick_repair);
-        let merged = {
-            let runs = txn.open_table(RUNS)?;
-            if runs.is_empty()? {
-                return Ok(Merged::default());
-            }
-            let mut postings = txn.open_table(POSTINGS)?;
-            runs::merge(&runs, &mut postings)?
-        };
+        if txn.open_table(RUNS)?.is_empty()? {
+            return Ok(Merged::default());
+        }
+        let mut postings = txn.open_table(POSTINGS)?;
+        let (read, stored) = std::thread::scope(|scope| {
+            let (sender, receiver) = std::sync::mpsc::sync_channel(4);
+            let reader = scope.spawn(move || {
+                let runs = read.open_table(RUNS)?;
+                runs::read_lists(&runs, |lists| sender.send(lists).is_ok())
+            });
+            let stored = runs::store_lists(&mut postings, receiver.iter());
+            drop(receiver); // a reader still sending stops
+            // A panic while reading goes on where it would have on this thread.
+            (reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), stored)
+        });
+        let (runs, (lists, chunks)) = (read?, stored?);
+        drop(postings);
         txn.delete_table(RUNS)?;
         txn.commit()?;
-        Ok(merged)
+        Ok(Merged { runs, lists, chunks })
     }
 
     fn check_or_initialize(&self) -> Result<(), Error> {

@@ -5,9 +5,10 @@
 //! at a million turns that was two thirds of the import's time. A bulk import instead writes
 //! each batch's postings as one *run* in `posting_runs`, one value per anchor keyed `(run,
 //! anchor)`: a run's keys ascend as the fold produces them and every run sorts after the ones
-//! before, so the writes append at the right edge of the tree. When the import ends, [`merge`]
-//! reads the runs side by side in anchor order and appends each session's list to `postings`
-//! once, in key order (external sorting, as search engines merge their segments).
+//! before, so the writes append at the right edge of the tree. When the import ends,
+//! [`read_lists`] reads the runs side by side in anchor order, on a thread of its own, and
+//! [`store_lists`] appends each session's list to `postings` once, in key order, through one
+//! cursor (external sorting, as search engines merge their segments).
 //!
 //! A run's value holds, session by session, the list already cut into chunks of at most
 //! [`CHUNK_CAPACITY`] postings, so the merge stores bytes without decoding them:
@@ -184,23 +185,67 @@ impl<'r> RunMerge<'r> {
     }
 }
 
-/// Appends every run's lists to `postings`, runs in the order they were written, each list
-/// after its last stored chunk.
-///
-/// The chunks go in through one cursor in ascending key order (see `super::sorted`), which
-/// moves only when a stored entry lies before the next list's end: into an empty table, never.
-pub(super) fn merge(
+/// Lists read from the runs for [`store_lists`], their chunks copied out: a stretch of
+/// anchors, sent from the reading thread to the writing one.
+#[derive(Debug, Default)]
+pub(super) struct Lists {
+    /// `(anchor, session, chunks)` of each list, in key order.
+    lists: Vec<(u64, u32, u32)>,
+    /// Where each chunk ends in `bytes`.
+    ends: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+/// Bytes of chunks a [`Lists`] collects before it is handed on (in tests, few: lists then
+/// cross many stretches).
+const LISTS_BYTES: usize = if cfg!(test) { 256 } else { 1 << 20 };
+
+/// Reads every run side by side, in anchor order and each session's pieces in the order of
+/// their runs, and hands the lists on a stretch at a time. `hand_on` returns false when the
+/// receiving side has stopped. Returns the number of runs.
+pub(super) fn read_lists(
     runs: &impl ReadableTable<u128, &'static [u8]>,
-    postings: &mut PostingsTable<'_>,
-) -> Result<Merged, Error> {
+    mut hand_on: impl FnMut(Lists) -> bool,
+) -> Result<u32, Error> {
     let mut merge = RunMerge::open(runs)?;
-    let mut merged = Merged { runs: merge.cursors.len() as u32, ..Merged::default() };
-    let mut cursor = postings.lower_bound_mut(Bound::<u128>::Unbounded)?;
-    let mut gap = Gap::of(&mut cursor)?;
+    let mut out = Lists::default();
     while let Some(hash) = merge.advance()? {
         let pieces = merge.pieces(hash)?;
         for list in pieces.chunk_by(|a, b| a.session == b.session) {
-            let session = list[0].session;
+            let mut chunks = 0u32;
+            for chunk in list.iter().flat_map(chunks_of) {
+                out.bytes.extend_from_slice(chunk);
+                out.ends.push(out.bytes.len());
+                chunks += 1;
+            }
+            out.lists.push((hash, list[0].session, chunks));
+        }
+        if out.bytes.len() >= LISTS_BYTES && !hand_on(std::mem::take(&mut out)) {
+            return Ok(merge.cursors.len() as u32);
+        }
+    }
+    if !out.lists.is_empty() {
+        hand_on(out);
+    }
+    Ok(merge.cursors.len() as u32)
+}
+
+/// Appends the lists to `postings`, each after its last stored chunk. Returns `(lists,
+/// chunks)` stored.
+///
+/// The chunks go in through one cursor in ascending key order (see `super::sorted`), which
+/// moves only when a stored entry lies before the next list's end: into an empty table, never.
+pub(super) fn store_lists(
+    postings: &mut PostingsTable<'_>,
+    stretches: impl IntoIterator<Item = Lists>,
+) -> Result<(u64, u64), Error> {
+    let (mut lists, mut chunks) = (0u64, 0u64);
+    let mut cursor = postings.lower_bound_mut(Bound::<u128>::Unbounded)?;
+    let mut gap = Gap::of(&mut cursor)?;
+    for stretch in stretches {
+        let mut ends = stretch.ends.iter();
+        let mut start = 0;
+        for &(hash, session, count) in &stretch.lists {
             let range = list_range(hash, session);
             if gap.after.is_some_and(|next| next <= *range.end()) {
                 // Stored entries come first, maybe chunks of this list: to the list's end.
@@ -214,16 +259,19 @@ pub(super) fn merge(
                 Some(last) => next_chunk(split_posting_key(last).2)?,
                 None => 0,
             };
-            for chunk in list.iter().flat_map(chunks_of) {
+            for &end in ends.by_ref().take(count as usize) {
+                let chunk =
+                    stretch.bytes.get(start..end).ok_or_else(|| corrupt("merged lists", "bad bounds"))?;
                 cursor.insert_before(posting_key(hash, session, chunk_no), chunk)?;
                 chunk_no = next_chunk(chunk_no)?;
-                merged.chunks += 1;
+                start = end;
+                chunks += 1;
             }
-            merged.lists += 1;
+            lists += 1;
         }
     }
     cursor.close()?;
-    Ok(merged)
+    Ok((lists, chunks))
 }
 
 fn next_chunk(chunk_no: u32) -> Result<u32, Error> {
@@ -396,6 +444,30 @@ mod tests {
         write_batch(&folded, &batches[2], false)?;
         write_batch(&reopened, &batches[2], false)?;
         assert_eq!(lists(&reopened)?, lists(&folded)?);
+        Ok(())
+    }
+
+    #[test]
+    fn a_merge_that_meets_a_damaged_run_changes_nothing() -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let dir = tempfile::tempdir()?;
+        let store = temp_store(&dir)?;
+        write_batch(&store, &before, false)?;
+        for batch in &batches {
+            write_batch(&store, batch, true)?;
+        }
+        let lists_before = lists(&store)?;
+        let runs_before = runs_left(&store)?;
+        // The last anchor of the last run: the reader fails after handing lists on.
+        store.write(|view| -> Result<(), Error> {
+            let key =
+                view.tables.runs.last()?.map(|(k, _)| k.value()).ok_or_else(|| corrupt("test", "no run"))?;
+            view.tables.runs.insert(key, [0xff_u8, 0xff, 0xff].as_slice())?;
+            Ok(())
+        })?;
+        assert!(store.merge_runs().is_err());
+        assert_eq!(lists(&store)?, lists_before);
+        assert_eq!(runs_left(&store)?, runs_before);
         Ok(())
     }
 
