@@ -5,6 +5,7 @@
 use super::error::Error;
 use super::turns::{Conversation, ParsedFile, ParsedTurn, Skipped, ToolCall};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -42,6 +43,61 @@ pub struct LineTool {
     /// Size of the tool's result in bytes.
     #[serde(default)]
     pub result_bytes: u64,
+}
+
+/// A line of the canonical format with its strings borrowed from the text where they need no
+/// unescaping: what checking a file needs, without copying every turn's text. It accepts
+/// exactly what [`Line`] accepts (the same fields, with the same types).
+#[derive(Debug, Deserialize)]
+pub struct LineRef<'a> {
+    /// Session name.
+    #[serde(borrow)]
+    pub session: Cow<'a, str>,
+    /// Position of the turn in its session, from 0.
+    #[serde(default)]
+    pub turn: Option<u64>,
+    /// The user's text.
+    #[serde(borrow)]
+    pub user: Cow<'a, str>,
+    /// The assistant's text.
+    #[serde(borrow)]
+    pub assistant: Cow<'a, str>,
+    #[serde(default, borrow, rename = "time")]
+    _time: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "tools")]
+    _tools: Vec<LineToolRef<'a>>,
+}
+
+/// A [`LineTool`], checked and not kept.
+#[derive(Debug, Deserialize)]
+struct LineToolRef<'a> {
+    #[serde(borrow, rename = "name")]
+    _name: Cow<'a, str>,
+    #[serde(default, borrow, rename = "call_id")]
+    _call_id: Option<Cow<'a, str>>,
+    #[serde(default, borrow, rename = "arguments")]
+    _arguments: Cow<'a, str>,
+    #[serde(default, rename = "result_bytes")]
+    _result_bytes: u64,
+}
+
+/// Checks one line as [`parse_line`] does (the same errors), borrowing its strings.
+pub fn check_line<'a>(path: &Path, line_no: u64, raw: &'a str) -> Result<LineRef<'a>, Error> {
+    if let Ok(line) = serde_json::from_str::<LineRef<'a>>(raw)
+        && !line.session.trim().is_empty()
+    {
+        return Ok(line);
+    }
+    // The precise message; a line `Line` takes that `LineRef` does not would be taken too.
+    let line = parse_line(path, line_no, raw)?;
+    Ok(LineRef {
+        session: Cow::Owned(line.session),
+        turn: line.turn,
+        user: Cow::Owned(line.user),
+        assistant: Cow::Owned(line.assistant),
+        _time: None,
+        _tools: Vec::new(),
+    })
 }
 
 /// Parses a whole canonical JSONL text.
@@ -141,5 +197,47 @@ pub fn reason(error: &Error) -> String {
         Error::Json { source, .. } => format!("invalid JSON: {source}"),
         Error::Shape { what, .. } => what.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Checking a line borrowed takes and refuses exactly what parsing it takes and refuses,
+    /// with the same message, and reads the same session, turn and texts.
+    #[test]
+    fn check_line_agrees_with_parse_line() {
+        let path = Path::new("log.jsonl");
+        let lines = [
+            r#"{"session":"s","user":"u","assistant":"a"}"#,
+            r#"{"session":"s","turn":3,"user":"line\nbreak \"quoted\" \u00e9","assistant":"表情 😀","time":"t"}"#,
+            r#"{"session":"s","user":"u","assistant":"a","tools":[{"name":"Bash","arguments":"ls"}],"meta":{"x":1}}"#,
+            r#"{"session":"s","user":"u","assistant":"a","turn":null,"time":null}"#,
+            r#"{"session":"s","user":"u","assistant":"a","tools":[{"arguments":"ls"}]}"#,
+            r#"{"session":"s","user":"u","assistant":"a","tools":[{"name":"B","result_bytes":-1}]}"#,
+            r#"{"session":"s","user":"u","assistant":"a","time":5}"#,
+            r#"{"session":"s","user":"u","assistant":"a","turn":"1"}"#,
+            r#"{"session":"s","user":"u","assistant":"a","tools":{}}"#,
+            r#"{"session":"s","user":"u","assistant":"a","session":"t"}"#,
+            r#"{"session":" ","user":"u","assistant":"a"}"#,
+            r#"{"session":"s","user":"u"}"#,
+            r#"{"session":"s","user":1,"assistant":"a"}"#,
+            r#"["s","u","a"]"#,
+            r#"{"session":"s","user":"u","assistant":"a""#,
+        ];
+        for raw in lines {
+            match (parse_line(path, 7, raw), check_line(path, 7, raw)) {
+                (Ok(line), Ok(checked)) => {
+                    assert_eq!(
+                        (line.session.as_str(), line.turn, line.user.as_str(), line.assistant.as_str()),
+                        (&*checked.session, checked.turn, &*checked.user, &*checked.assistant),
+                        "{raw}"
+                    );
+                }
+                (Err(parsed), Err(checked)) => assert_eq!(parsed.to_string(), checked.to_string(), "{raw}"),
+                (parsed, checked) => panic!("{raw}: parse_line {parsed:?}, check_line {checked:?}"),
+            }
+        }
     }
 }

@@ -41,56 +41,68 @@ pub fn import(
     offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport, crate::Error> {
     // Pass 1: check every line and plan each session.
+    let started = std::time::Instant::now();
     let view = gatekeeper.store().read()?;
     let mut scans: Vec<SessionScan> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut positions: HashMap<String, u64> = HashMap::new();
     let mut skipped = Vec::new();
-    for item in ParsedLines::open(path)? {
-        let (line_no, parsed) = item?;
-        let line = match check(path, line_no, parsed, &mut positions) {
-            Ok(line) => line,
-            Err(e) if skip_invalid => {
-                skipped.push(Skipped { line: line_no, reason: jsonl::reason(&e) });
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let name = forced_session.map_or(line.session, str::to_string);
-        let i = match by_name.get(&name) {
-            Some(&i) => i,
-            None => {
-                gatekeeper.session(&name)?; // validates the name
-                let offset = offsets.get(&name).copied().unwrap_or(0);
-                let (id, count, record_digest) = match view.session_by_name(&name)? {
-                    Some((id, r)) => (Some(id), r.turn_count as usize, r.digest),
-                    None => (None, 0, 0),
-                };
-                scans.push(SessionScan {
-                    name: name.clone(),
-                    turns: 0,
-                    stored: count.saturating_sub(offset),
-                    offset,
-                    digest: 0,
-                    record_digest,
-                    id,
-                });
-                by_name.insert(name, scans.len() - 1);
-                scans.len() - 1
-            }
-        };
-        let scan = &mut scans[i];
-        if scan.turns < scan.stored {
-            if scan.offset == 0 {
-                scan.digest = next_digest(scan.digest, &line.user, &line.assistant);
-            } else if let Some(id) = scan.id {
-                let stored = view.turn_record(id, (scan.offset + scan.turns) as u32)?;
-                if stored.is_none_or(|s| s.user != line.user || s.assistant != line.assistant) {
-                    return Err(conflict(path, scan, scan.turns).into());
+    let mut blocks = LineBlocks::open(path)?;
+    while let Some((raw, failed)) = blocks.next_block() {
+        // Strings borrowed from the block: checking needs no copy of each turn's text.
+        let parsed: Vec<Result<jsonl::LineRef<'_>, Error>> =
+            raw.par_iter().map(|(line_no, text)| jsonl::check_line(path, *line_no, text)).collect();
+        for (&(line_no, _), parsed) in raw.iter().zip(parsed) {
+            let line = match parsed.and_then(|line| {
+                check_position(path, line_no, &line.session, line.turn, &mut positions).map(|()| line)
+            }) {
+                Ok(line) => line,
+                Err(e) if skip_invalid => {
+                    skipped.push(Skipped { line: line_no, reason: jsonl::reason(&e) });
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let name = forced_session.unwrap_or(&line.session);
+            let i = match by_name.get(name) {
+                Some(&i) => i,
+                None => {
+                    let name = name.to_string();
+                    gatekeeper.session(&name)?; // validates the name
+                    let offset = offsets.get(&name).copied().unwrap_or(0);
+                    let (id, count, record_digest) = match view.session_by_name(&name)? {
+                        Some((id, r)) => (Some(id), r.turn_count as usize, r.digest),
+                        None => (None, 0, 0),
+                    };
+                    scans.push(SessionScan {
+                        name: name.clone(),
+                        turns: 0,
+                        stored: count.saturating_sub(offset),
+                        offset,
+                        digest: 0,
+                        record_digest,
+                        id,
+                    });
+                    by_name.insert(name, scans.len() - 1);
+                    scans.len() - 1
+                }
+            };
+            let scan = &mut scans[i];
+            if scan.turns < scan.stored {
+                if scan.offset == 0 {
+                    scan.digest = next_digest(scan.digest, &line.user, &line.assistant);
+                } else if let Some(id) = scan.id {
+                    let stored = view.turn_record(id, (scan.offset + scan.turns) as u32)?;
+                    if stored.is_none_or(|s| s.user != line.user || s.assistant != line.assistant) {
+                        return Err(conflict(path, scan, scan.turns).into());
+                    }
                 }
             }
+            scan.turns += 1;
         }
-        scan.turns += 1;
+        if let Some(e) = failed {
+            return Err(e);
+        }
     }
     for scan in &scans {
         let digest_matches = scan.turns >= scan.stored && scan.digest == scan.record_digest;
@@ -103,6 +115,12 @@ pub fn import(
         }
     }
     drop(view);
+    log::debug!(
+        "checked {} lines of {} sessions in {:.0} ms",
+        scans.iter().map(|s| s.turns).sum::<usize>() + skipped.len(),
+        scans.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
 
     // Pass 2: the new turns, a batch at a time.
     let existing: Vec<usize> = scans.iter().map(|s| s.turns.min(s.stored)).collect();
@@ -171,26 +189,36 @@ fn check(
     positions: &mut HashMap<String, u64>,
 ) -> Result<jsonl::Line, Error> {
     let line = parsed?;
-    let position = positions.get(&line.session).copied().unwrap_or(0);
-    if let Some(turn) = line.turn
+    check_position(path, line_no, &line.session, line.turn, positions)?;
+    Ok(line)
+}
+
+/// Checks a line's `turn` (if it has one) against its position in `session` in this file, and
+/// counts the line.
+fn check_position(
+    path: &Path,
+    line_no: u64,
+    session: &str,
+    turn: Option<u64>,
+    positions: &mut HashMap<String, u64>,
+) -> Result<(), Error> {
+    let position = positions.get(session).copied().unwrap_or(0);
+    if let Some(turn) = turn
         && turn != position
     {
         return Err(Error::shape(
             path,
             line_no,
-            format!(
-                "`turn` is {turn} but this is turn {position} of session {:?} in this file",
-                line.session
-            ),
+            format!("`turn` is {turn} but this is turn {position} of session {session:?} in this file"),
         ));
     }
-    match positions.get_mut(&line.session) {
+    match positions.get_mut(session) {
         Some(next) => *next += 1,
         None => {
-            positions.insert(line.session.clone(), 1);
+            positions.insert(session.to_string(), 1);
         }
     }
-    Ok(line)
+    Ok(())
 }
 
 fn conflict(path: &Path, scan: &SessionScan, turn: usize) -> Error {
@@ -236,11 +264,45 @@ fn find_conflict(
 /// Lines parsed per block: a few MB of text, parsed on the rayon pool.
 const PARSE_BLOCK: usize = 4096;
 
-/// The lines of a file, each parsed, in order. Lines are parsed a block at a time on the
-/// rayon pool: parsing JSON is most of the work of reading a file, and both passes read it
-/// all.
-struct ParsedLines {
+/// A line's 1-based number and text.
+type NumberedLine = (u64, String);
+
+/// The non-blank lines of a file with their numbers, a block at a time, each block parsed
+/// on the rayon pool by its reader: parsing JSON is most of the work of reading a file, and
+/// both passes read it all.
+struct LineBlocks {
     lines: LineReader,
+}
+
+impl LineBlocks {
+    fn open(path: &Path) -> Result<Self, Error> {
+        Ok(LineBlocks { lines: LineReader::open(path)? })
+    }
+
+    /// The next block of lines, and the read error it ended on, if it did (to be reported
+    /// after its lines). `None` at the end of the file.
+    fn next_block(&mut self) -> Option<(Vec<NumberedLine>, Option<crate::Error>)> {
+        let mut raw = Vec::with_capacity(PARSE_BLOCK);
+        let mut failed = None;
+        for item in self.lines.by_ref() {
+            match item {
+                Ok(line) => raw.push(line),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            if raw.len() == PARSE_BLOCK {
+                break;
+            }
+        }
+        (!raw.is_empty() || failed.is_some()).then_some((raw, failed))
+    }
+}
+
+/// The lines of a file, each parsed, in order.
+struct ParsedLines {
+    blocks: LineBlocks,
     /// Parsed lines of the current block, then a read error if the block ended on one.
     ready: std::vec::IntoIter<ParsedItem>,
 }
@@ -249,7 +311,7 @@ type ParsedItem = Result<(u64, Result<jsonl::Line, Error>), crate::Error>;
 
 impl ParsedLines {
     fn open(path: &Path) -> Result<Self, Error> {
-        Ok(ParsedLines { lines: LineReader::open(path)?, ready: Vec::new().into_iter() })
+        Ok(ParsedLines { blocks: LineBlocks::open(path)?, ready: Vec::new().into_iter() })
     }
 }
 
@@ -260,21 +322,8 @@ impl Iterator for ParsedLines {
         if let Some(item) = self.ready.next() {
             return Some(item);
         }
-        let mut raw = Vec::with_capacity(PARSE_BLOCK);
-        let mut failed = None;
-        for item in self.lines.by_ref() {
-            match item {
-                Ok(line) => raw.push(line),
-                Err(e) => {
-                    failed = Some(e); // handed out after the lines before it
-                    break;
-                }
-            }
-            if raw.len() == PARSE_BLOCK {
-                break;
-            }
-        }
-        let path = self.lines.path.as_path();
+        let (raw, failed) = self.blocks.next_block()?;
+        let path = self.blocks.lines.path.as_path();
         let mut parsed: Vec<ParsedItem> = raw
             .into_par_iter()
             .map(|(line_no, text)| Ok((line_no, jsonl::parse_line(path, line_no, &text))))
