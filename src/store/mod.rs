@@ -154,11 +154,12 @@ impl Store {
     /// Appends the postings of an import's runs to the posting lists and deletes the runs, in
     /// one durable transaction (see the `runs` module).
     ///
-    /// A second thread reads the runs, through a read transaction begun first (so it sees every
-    /// run), while this one stores the lists: reading them was the larger half of the work.
+    /// A second thread reads the runs while this one stores the lists (reading them was the
+    /// larger half of the work), through a read transaction begun once the write one holds
+    /// the index: both see the same runs.
     pub fn merge_runs(&self) -> Result<Merged, Error> {
-        let read = self.db.begin_read()?;
         let mut txn = self.db.begin_write()?;
+        let read = self.db.begin_read()?;
         txn.set_quick_repair(self.quick_repair);
         if txn.open_table(RUNS)?.is_empty()? {
             return Ok(Merged::default());
