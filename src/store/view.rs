@@ -725,11 +725,13 @@ impl<S: Source> View<S> {
     }
 
     /// Calls `f` with every stored turn in block-key order: session, turn, and the record or
-    /// why it does not decode. `f` returns false to stop.
+    /// why it does not decode. `f` returns false to stop. Not for a write view with turns
+    /// waiting for their fold ([`View::put_turn_to_fold`]): their rows are not stored yet.
     pub fn for_each_turn_row(
         &self,
         mut f: impl FnMut(u32, u32, Result<TurnRecord, Error>) -> bool,
     ) -> Result<(), Error> {
+        debug_assert!(self.unlogged.is_empty(), "turn rows wait for their fold");
         for entry in self.tables.turns.iter()? {
             let (key, value) = entry?;
             let (session, turn) = split_block_key(key.value());
@@ -742,12 +744,14 @@ impl<S: Source> View<S> {
         Ok(())
     }
 
-    /// Calls `f` with every turn of `session` in turn order.
+    /// Calls `f` with every turn of `session` in turn order (not for a write view with turns
+    /// waiting for their fold, as [`for_each_turn_row`](Self::for_each_turn_row)).
     pub fn for_each_turn_of(
         &self,
         session: u32,
         mut f: impl FnMut(u32, Result<TurnRecord, Error>) -> Result<(), Error>,
     ) -> Result<(), Error> {
+        debug_assert!(self.unlogged.is_empty(), "turn rows wait for their fold");
         let range = block_key(session, 0)..=block_key(session, u32::MAX);
         for entry in self.tables.turns.range(range)? {
             let (key, value) = entry?;
