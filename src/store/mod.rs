@@ -33,7 +33,8 @@
 //!
 //! A bulk import of more than one batch does not fold each batch into the lists: it writes
 //! each batch's postings as a run, appended in key order, and merges the runs into the lists
-//! at its end (module `runs`).
+//! at its end (module `runs`). Rows a bulk write has in key order (a batch's turns and run,
+//! the merged chunks) go in through one redb cursor, a leaf at a time (module `sorted`).
 
 mod cursor;
 mod error;
