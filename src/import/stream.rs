@@ -12,6 +12,7 @@ use super::writer::{BATCH_TURNS, Batch, Writer};
 use super::{FileReport, Format, SessionReport, jsonl};
 use crate::gatekeeper::Gatekeeper;
 use crate::store::records::next_digest;
+use crate::store::{ReadSource, View};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -30,6 +31,32 @@ struct SessionScan {
     digest: u64,
     record_digest: u64,
     id: Option<u32>,
+}
+
+impl SessionScan {
+    /// The plan of a session the file names, before its first line is counted.
+    fn new(
+        gatekeeper: &Gatekeeper,
+        view: &View<ReadSource>,
+        offsets: &HashMap<String, usize>,
+        name: &str,
+    ) -> Result<Self, crate::Error> {
+        gatekeeper.session(name)?; // validates the name
+        let offset = offsets.get(name).copied().unwrap_or(0);
+        let (id, count, record_digest) = match view.session_by_name(name)? {
+            Some((id, r)) => (Some(id), r.turn_count as usize, r.digest),
+            None => (None, 0, 0),
+        };
+        Ok(SessionScan {
+            name: name.to_string(),
+            turns: 0,
+            stored: count.saturating_sub(offset),
+            offset,
+            digest: 0,
+            record_digest,
+            id,
+        })
+    }
 }
 
 /// Imports one canonical JSONL file.
@@ -67,23 +94,9 @@ pub fn import(
             let i = match by_name.get(name) {
                 Some(&i) => i,
                 None => {
-                    let name = name.to_string();
-                    gatekeeper.session(&name)?; // validates the name
-                    let offset = offsets.get(&name).copied().unwrap_or(0);
-                    let (id, count, record_digest) = match view.session_by_name(&name)? {
-                        Some((id, r)) => (Some(id), r.turn_count as usize, r.digest),
-                        None => (None, 0, 0),
-                    };
-                    scans.push(SessionScan {
-                        name: name.clone(),
-                        turns: 0,
-                        stored: count.saturating_sub(offset),
-                        offset,
-                        digest: 0,
-                        record_digest,
-                        id,
-                    });
-                    by_name.insert(name, scans.len() - 1);
+                    let scan = SessionScan::new(gatekeeper, &view, offsets, name)?;
+                    by_name.insert(scan.name.clone(), scans.len());
+                    scans.push(scan);
                     scans.len() - 1
                 }
             };

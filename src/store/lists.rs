@@ -7,7 +7,7 @@
 use super::error::{Error, corrupt};
 use super::keys;
 use super::postings::{ChunkBuilder, Posting};
-use redb::{AccessGuard, ReadableTable, Table};
+use redb::{ReadableTable, Table};
 
 /// The `postings` table of a write transaction.
 pub(super) type PostingsTable<'t> = Table<'t, u128, &'static [u8]>;
@@ -28,9 +28,11 @@ impl ListWriter {
 
     /// Continues the list's stored tail chunk, or starts the list if it has none.
     pub fn continuing(table: &PostingsTable<'_>, hash: u64, session: u32) -> Result<Self, Error> {
-        let Some((chunk_no, tail)) = last_chunk(table, hash, session)? else {
+        let Some(entry) = table.range(keys::list_range(hash, session))?.next_back() else {
             return Ok(Self::new(hash, session));
         };
+        let (key, tail) = entry?;
+        let (_, _, chunk_no) = keys::split_posting_key(key.value());
         let chunk = ChunkBuilder::from_chunk(tail.value())
             .map_err(|e| corrupt(format!("posting chunk {hash:x}/{session}/{chunk_no}"), e))?;
         Ok(ListWriter { hash, session, chunk_no, chunk })
@@ -64,19 +66,4 @@ impl ListWriter {
         table.insert(key, self.chunk.finish().as_slice())?;
         Ok(())
     }
-}
-
-/// A stored chunk's bytes.
-type Chunk<'t> = AccessGuard<'t, &'static [u8]>;
-
-/// The number and bytes of a list's last stored chunk.
-fn last_chunk<'t>(
-    table: &'t impl ReadableTable<u128, &'static [u8]>,
-    hash: u64,
-    session: u32,
-) -> Result<Option<(u32, Chunk<'t>)>, Error> {
-    let Some(entry) = table.range(keys::list_range(hash, session))?.next_back() else { return Ok(None) };
-    let (key, value) = entry?;
-    let (_, _, chunk_no) = keys::split_posting_key(key.value());
-    Ok(Some((chunk_no, value)))
 }
