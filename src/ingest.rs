@@ -74,10 +74,36 @@ pub fn append_turn_to_fold(
     id: u32,
     record: &mut SessionRecord,
     turn: PreparedTurn,
+    earlier: &EarlierInBatch<'_>,
 ) -> Result<(u32, Spent)> {
     let mut spent = Spent::default();
-    let turn_id = append(view, id, record, turn, Pending::FoldInTransaction, Some(&mut spent))?;
+    let turn_id = append(view, id, record, turn, Pending::FoldInTransaction(earlier), Some(&mut spent))?;
     Ok((turn_id, spent))
+}
+
+/// How many turns of a bulk batch, added before the one being added, have each anchor: the
+/// part of a document frequency that the write view does not count for such turns (see
+/// `View::put_turn_to_fold`). The writer counts them as it groups the batch.
+pub struct EarlierInBatch<'b> {
+    /// One count per entry of the turn's [`PreparedTurn::anchors`], in their order.
+    pub anchors: &'b [u32],
+    /// The count of a hash that is not one of the turn's anchors (the gate's fallback anchor).
+    pub other: &'b dyn Fn(u64) -> u64,
+}
+
+impl EarlierInBatch<'_> {
+    fn count(&self, forward: &ForwardRecord, hash: u64) -> Result<u64> {
+        if self.anchors.len() != forward.entries.len() {
+            return Err(Error::InvalidInput {
+                what: "batch",
+                reason: "counts of another turn's anchors".into(),
+            });
+        }
+        Ok(match forward.entries.binary_search_by_key(&hash, |e| e.0) {
+            Ok(i) => u64::from(self.anchors[i]),
+            Err(_) => (self.other)(hash),
+        })
+    }
 }
 
 /// What adding a turn used and no longer needs.
@@ -89,11 +115,11 @@ pub struct Spent {
 }
 
 /// Where a new turn's anchors go until they are folded.
-enum Pending {
+enum Pending<'a, 'b> {
     /// A `pending` row, folded when [`crate::store::FOLD_BATCH`] turns wait.
     Logged,
-    /// Memory only: folded in this transaction.
-    FoldInTransaction,
+    /// Memory only: folded in this transaction, with the batch's own counts.
+    FoldInTransaction(&'a EarlierInBatch<'b>),
 }
 
 fn append(
@@ -101,7 +127,7 @@ fn append(
     id: u32,
     record: &mut SessionRecord,
     turn: PreparedTurn,
-    pending: Pending,
+    pending: Pending<'_, '_>,
     spent: Option<&mut Spent>,
 ) -> Result<u32> {
     let turn_id = record.turn_count;
@@ -110,8 +136,14 @@ fn append(
         reason: "the session has the maximum number of turns".into(),
     })?;
     let session = SessionRef { id, record };
-    let decision =
-        pipeline::gate_hashed(view, &session, turn_id, &turn.user, &turn.user_anchors, &turn.gate_filter)?;
+    let (text, anchors, filter) = (&turn.user, &turn.user_anchors, &turn.gate_filter);
+    let decision = match &pending {
+        Pending::Logged => pipeline::gate_hashed(view, &session, turn_id, text, anchors, filter)?,
+        Pending::FoldInTransaction(earlier) => {
+            let df = |hash| Ok(view.folded_df(hash)? + earlier.count(&turn.forward, hash)?);
+            pipeline::gate_hashed_with(view, &session, turn_id, text, anchors, filter, df)?
+        }
+    };
     let switch = decision.topic == Topic::Switch;
     let segment_start = if switch { turn_id } else { record.segment_start };
     let stored = TurnRecord {
@@ -136,7 +168,7 @@ fn append(
     }
     match pending {
         Pending::Logged => view.put_turn(id, turn_id, &stored, turn.forward)?,
-        Pending::FoldInTransaction => view.put_turn_to_fold(id, turn_id, &stored, turn.forward)?,
+        Pending::FoldInTransaction(_) => view.put_turn_to_fold(id, turn_id, &stored, turn.forward)?,
     }
     record.turn_count = next;
     record.segment_start = segment_start;

@@ -65,9 +65,22 @@ pub fn gate_hashed<S: Source>(
     anchors: &[HashedAnchor],
     filter: &GateFilter,
 ) -> Result<GateDecision> {
+    gate_hashed_with(view, session, as_of, text, anchors, filter, |h| Ok(view.df(h)?))
+}
+
+/// [`gate_hashed`] with the document frequencies `df` gives: a bulk writer counts those of its
+/// batch's turns itself.
+pub fn gate_hashed_with<S: Source>(
+    view: &View<S>,
+    session: &SessionRef<'_>,
+    as_of: u32,
+    text: &str,
+    anchors: &[HashedAnchor],
+    filter: &GateFilter,
+    df: impl FnMut(u64) -> Result<u64>,
+) -> Result<GateDecision> {
     let blocks = view.corpus_stats().blocks;
-    let (weights, _) =
-        query::weigh(anchors.iter().map(|a| (a.hash, a.cjk_ngram)), text, blocks, |h| view.df(h))?;
+    let (weights, _) = query::weigh(anchors.iter().map(|a| (a.hash, a.cjk_ngram)), text, blocks, df)?;
     decide(view, Some(session), as_of, text, &weights, filter)
 }
 

@@ -11,7 +11,7 @@ use super::turns::ParsedTurn;
 use crate::gatekeeper::Gatekeeper;
 use crate::ingest::{self, PreparedTurn};
 use crate::store::block_key;
-use crate::store::grouped::{Grouped, NewBlock};
+use crate::store::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
 use rayon::prelude::*;
 use std::time::{Duration, Instant};
@@ -110,7 +110,7 @@ impl<'g> Writer<'g> {
     /// frees a fifth of the import's time).
     fn write_batch(&self, batch: PreparedBatch, into_run: bool) -> Result<Vec<ingest::Spent>, crate::Error> {
         let started = Instant::now();
-        let PreparedBatch { turns: batch, ranks, mut blocks, grouped } = batch;
+        let PreparedBatch { turns: batch, ranks, mut blocks, grouped, in_block_order, earlier } = batch;
         let turns = batch.len();
         // Where the writer's time goes: adding the turns (gate, rows), the fold, the commit.
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
@@ -120,7 +120,8 @@ impl<'g> Writer<'g> {
             // exactly the batch.
             view.fold()?;
             let mut current: Option<(usize, u32, SessionRecord)> = None;
-            for ((i, turn), rank) in batch.into_iter().zip(ranks) {
+            let mut counted = earlier.as_slice();
+            for (position, ((i, turn), rank)) in (0u32..).zip(batch.into_iter().zip(ranks)) {
                 if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
                     if let Some((_, id, record)) = current.take() {
                         view.put_session(id, &record)?;
@@ -134,7 +135,18 @@ impl<'g> Writer<'g> {
                     current = Some((i, id, record));
                 }
                 if let Some((_, id, record)) = current.as_mut() {
-                    let (turn_id, turn_spent) = ingest::append_turn_to_fold(view, *id, record, turn)?;
+                    let (anchors, rest) = counted.split_at(turn.anchors().entries.len().min(counted.len()));
+                    counted = rest;
+                    // Turns of the batch before this one with an anchor it does not have.
+                    let other = |hash: u64| {
+                        let before = |p: &&NewPosting| {
+                            in_block_order.get(p.block as usize).is_some_and(|&q| q < position)
+                        };
+                        grouped.group(hash).iter().filter(before).count() as u64
+                    };
+                    let earlier = ingest::EarlierInBatch { anchors, other: &other };
+                    let (turn_id, turn_spent) =
+                        ingest::append_turn_to_fold(view, *id, record, turn, &earlier)?;
                     if let Some(block) = blocks.get_mut(rank as usize) {
                         block.key = block_key(*id, turn_id);
                     }
@@ -174,6 +186,11 @@ struct PreparedBatch {
     turns: Vec<(usize, PreparedTurn)>,
     /// Each turn's index in `blocks`.
     ranks: Vec<u32>,
+    /// The inverse of `ranks`: each block's turn.
+    in_block_order: Vec<u32>,
+    /// For each anchor of each turn, in order: how many turns of the batch before it have it
+    /// (`Grouped::counting`).
+    earlier: Vec<u32>,
     /// The fold's block table: the batch in session order (each session's turns consecutive,
     /// in file order). The writer fills in the keys as it assigns turn ids.
     blocks: Vec<NewBlock>,
@@ -208,7 +225,9 @@ fn prepare(batch: Batch) -> PreparedBatch {
         let anchors = turns[position as usize].1.anchors();
         blocks.push(NewBlock { key: 0, len_user: anchors.len_user, len_assistant: anchors.len_assistant });
     }
-    let in_session_order = order.iter().map(|&position| &turns[position as usize].1.anchors().entries[..]);
-    let grouped = Grouped::by_anchor((0u32..).zip(in_session_order));
-    PreparedBatch { turns, ranks, blocks, grouped }
+    let entries: Vec<&[(u64, u32, u32)]> =
+        turns.iter().map(|(_, turn)| &turn.anchors().entries[..]).collect();
+    let (grouped, earlier) = Grouped::counting(&entries, &order);
+    drop(entries);
+    PreparedBatch { turns, ranks, in_block_order: order, blocks, grouped, earlier }
 }

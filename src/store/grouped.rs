@@ -41,36 +41,50 @@ pub struct Grouped {
 }
 
 impl Grouped {
-    /// Groups the postings of `blocks`, given as `(block index, anchors)` in ascending block
-    /// order with each turn's `(hash, tf user, tf assistant)` entries, by a counting sort.
+    /// Groups the postings of `turns`, given in block order with each turn's `(hash, tf user,
+    /// tf assistant)` entries, by a counting sort ([`counting`](Self::counting)).
+    pub fn by_anchor(turns: &[&[(u64, u32, u32)]]) -> Self {
+        let in_block_order: Vec<u32> = (0..turns.len() as u32).collect();
+        Self::counting(turns, &in_block_order).0
+    }
+
+    /// Groups the postings of `turns`, given in any order: `in_block_order` lists the turns'
+    /// indices in block order (a permutation of `0..turns.len()`), so the block of `turns[i]` is
+    /// the position of `i` in it. Also returns, for each entry of each turn in the order given
+    /// (`turns[0]`'s first), how many of the turns given before it have its anchor: what a bulk
+    /// writer's gate counts of the batch written before each turn.
     ///
     /// Each posting's hash is looked up once, to number the batch's anchors densely; counting,
     /// ordering and placing the postings then index arrays by that number. Linear in the
     /// postings: a comparison sort of a bulk batch's 1.6M postings cost three times as much as
     /// a counting sort through a hash map, and the second hash lookup of each posting, which
     /// this replaces, was half of that.
-    pub fn by_anchor<'e, I>(blocks: I) -> Self
-    where
-        I: Iterator<Item = (u32, &'e [(u64, u32, u32)])> + Clone,
-    {
-        // Dense anchor numbers, in order of first appearance, and each posting's number.
+    pub fn counting(turns: &[&[(u64, u32, u32)]], in_block_order: &[u32]) -> (Self, Vec<u32>) {
+        let total = turns.iter().map(|entries| entries.len()).sum();
+        // Dense anchor numbers, in order of first appearance, each posting's number and where
+        // each turn's start.
         let mut number: IdentityHashMap<u64, u32> = IdentityHashMap::default();
         let mut hashes: Vec<u64> = Vec::new();
-        let mut counts: Vec<usize> = Vec::new();
-        let mut numbers: Vec<u32> = Vec::new();
-        for (_, entries) in blocks.clone() {
-            numbers.reserve(entries.len());
-            for &(hash, _, _) in entries {
+        let mut counts: Vec<u32> = Vec::new();
+        let mut numbers: Vec<u32> = Vec::with_capacity(total);
+        let mut earlier: Vec<u32> = Vec::with_capacity(total);
+        let mut starts: Vec<usize> = Vec::with_capacity(turns.len() + 1);
+        for entries in turns {
+            starts.push(numbers.len());
+            for &(hash, _, _) in *entries {
                 let n = *number.entry(hash).or_insert_with(|| {
                     hashes.push(hash);
                     counts.push(0);
-                    // A batch's postings are counted in `usize` and its anchors are fewer.
+                    // Fewer anchors than postings, which a `Vec` holds.
                     (hashes.len() - 1) as u32
                 });
-                counts[n as usize] += 1;
+                let count = &mut counts[n as usize];
+                earlier.push(*count);
+                *count += 1;
                 numbers.push(n);
             }
         }
+        starts.push(numbers.len());
         drop(number);
         // Groups in hash order: where each anchor's postings start.
         let mut by_hash: Vec<u32> = (0..hashes.len() as u32).collect();
@@ -80,20 +94,36 @@ impl Grouped {
         let mut end = 0;
         for &n in &by_hash {
             next[n as usize] = end;
-            end += counts[n as usize];
+            end += counts[n as usize] as usize;
             anchors.push((hashes[n as usize], end));
         }
         let mut postings = vec![NewPosting::default(); end];
-        let mut numbers = numbers.into_iter();
-        for (block, entries) in blocks {
-            for (&(_, tf_user, tf_assistant), n) in entries.iter().zip(numbers.by_ref()) {
+        for (block, &i) in (0u32..).zip(in_block_order) {
+            let i = i as usize;
+            for (&(_, tf_user, tf_assistant), &n) in turns[i].iter().zip(&numbers[starts[i]..starts[i + 1]]) {
                 // `next[n]` stays below the group's end: the group has a slot for each posting.
                 let slot = &mut next[n as usize];
                 postings[*slot] = NewPosting { block, tf_user, tf_assistant };
                 *slot += 1;
             }
         }
-        Grouped { anchors, postings }
+        (Grouped { anchors, postings }, earlier)
+    }
+
+    /// The postings of `hash`, in block order; empty if it has none.
+    pub fn group(&self, hash: u64) -> &[NewPosting] {
+        match self.anchors.binary_search_by_key(&hash, |&(h, _)| h) {
+            Ok(i) => {
+                let start = if i == 0 { 0 } else { self.anchors[i - 1].1 };
+                &self.postings[start..self.anchors[i].1]
+            }
+            Err(_) => &[],
+        }
+    }
+
+    /// Number of distinct anchors.
+    pub fn anchors(&self) -> usize {
+        self.anchors.len()
     }
 
     /// Number of postings.
@@ -121,7 +151,7 @@ mod tests {
     fn groups_are_by_hash_then_block() {
         let blocks: [&[(u64, u32, u32)]; 3] =
             [&[(3, 1, 0), (9, 2, 1)], &[(3, 4, 0)], &[(5, 1, 1), (9, 0, 7)]];
-        let grouped = Grouped::by_anchor((0u32..).zip(blocks));
+        let grouped = Grouped::by_anchor(&blocks);
         type Group = (u64, Vec<(u32, u32, u32)>);
         let groups: Vec<Group> = grouped
             .groups()
@@ -132,7 +162,7 @@ mod tests {
             [(3, vec![(0, 1, 0), (1, 4, 0)]), (5, vec![(2, 1, 1)]), (9, vec![(0, 2, 1), (2, 0, 7)])]
         );
         assert_eq!(grouped.len(), 5);
-        assert!(Grouped::by_anchor(std::iter::empty()).is_empty());
+        assert!(Grouped::by_anchor(&[]).is_empty());
     }
 
     #[test]
@@ -163,9 +193,39 @@ mod tests {
                 expected.entry(hash).or_default().push(NewPosting { block, tf_user, tf_assistant });
             }
         }
-        let grouped = Grouped::by_anchor((0u32..).zip(turns.iter().map(|t| &t[..])));
+        let slices: Vec<&[(u64, u32, u32)]> = turns.iter().map(|t| &t[..]).collect();
+        let grouped = Grouped::by_anchor(&slices);
         let groups: Vec<(u64, Vec<NewPosting>)> = grouped.groups().map(|(h, g)| (h, g.to_vec())).collect();
         assert_eq!(groups, expected.into_iter().collect::<Vec<_>>());
         assert_eq!(grouped.len(), turns.iter().map(Vec::len).sum::<usize>());
+
+        // The same turns given in another order: every third first, then the rest.
+        let given: Vec<u32> =
+            (0..500u32).filter(|i| i % 3 == 0).chain((0..500).filter(|i| i % 3 != 0)).collect();
+        let given_turns: Vec<&[(u64, u32, u32)]> = given.iter().map(|&b| &turns[b as usize][..]).collect();
+        // Turn `b` (in block order) is given at the position of `b` in `given`.
+        let mut in_block_order = vec![0u32; given.len()];
+        for (position, &b) in (0u32..).zip(&given) {
+            in_block_order[b as usize] = position;
+        }
+        let (counted, earlier) = Grouped::counting(&given_turns, &in_block_order);
+        let counted_groups: Vec<(u64, Vec<NewPosting>)> =
+            counted.groups().map(|(h, g)| (h, g.to_vec())).collect();
+        assert_eq!(counted_groups, groups, "the blocks are the block order's, whatever order turns come in");
+        let mut expected_earlier = Vec::new();
+        for (position, entries) in given_turns.iter().enumerate() {
+            for &(hash, _, _) in *entries {
+                let before = given_turns[..position].iter().filter(|t| t.iter().any(|e| e.0 == hash)).count();
+                expected_earlier.push(before as u32);
+            }
+        }
+        assert_eq!(earlier, expected_earlier);
+        for (hash, group) in &groups {
+            assert_eq!(counted.group(*hash), &group[..]);
+        }
+        assert!(
+            (0u64..).find(|h| !vocabulary.contains(h)).is_some_and(|absent| counted.group(absent).is_empty())
+        );
+        assert_eq!(counted.anchors(), groups.len());
     }
 }

@@ -54,13 +54,19 @@ pub(super) fn next_run(runs: &impl ReadableTable<u128, &'static [u8]>) -> Result
     }
 }
 
-/// Appends one session's list of postings (in turn order) to an anchor's run value.
-pub(super) fn push_list(value: &mut Vec<u8>, session: u32, list: &[Posting]) -> Result<(), CorruptChunk> {
+/// Appends one session's list of postings (in turn order) to an anchor's run value, through
+/// `chunk`, a builder the caller reuses from list to list (a bulk fold writes 50k lists).
+pub(super) fn push_list(
+    value: &mut Vec<u8>,
+    chunk: &mut ChunkBuilder,
+    session: u32,
+    list: &[Posting],
+) -> Result<(), CorruptChunk> {
     let pieces = list.chunks(CHUNK_CAPACITY as usize);
     postings::write_varint(value, session);
     postings::write_varint(value, pieces.len() as u32);
     for piece in pieces {
-        let mut chunk = ChunkBuilder::with_capacity(piece.len() * 5);
+        chunk.clear();
         for posting in piece {
             chunk.push(posting)?;
         }
@@ -337,7 +343,8 @@ mod tests {
                 .collect();
             let entries: Vec<Vec<(u64, u32, u32)>> =
                 ordered.iter().map(|(_, _, h)| h.iter().map(|&x| (x, 1, 0)).collect()).collect();
-            let grouped = Grouped::by_anchor((0u32..).zip(entries.iter().map(|e| &e[..])));
+            let slices: Vec<&[(u64, u32, u32)]> = entries.iter().map(|e| &e[..]).collect();
+            let grouped = Grouped::by_anchor(&slices);
             if into_run {
                 view.fold_grouped_into_run(&grouped, &blocks)
             } else {
@@ -483,8 +490,9 @@ mod tests {
             })
             .collect();
         let mut value = Vec::new();
-        push_list(&mut value, 7, &list)?;
-        push_list(&mut value, 9, &list[..3])?;
+        let mut chunk = ChunkBuilder::new();
+        push_list(&mut value, &mut chunk, 7, &list)?;
+        push_list(&mut value, &mut chunk, 9, &list[..3])?;
         let mut pieces = Vec::new();
         read_pieces(&value, 4, &mut pieces)?;
         let sessions: Vec<(u32, usize)> = pieces.iter().map(|p| (p.session, p.run)).collect();
