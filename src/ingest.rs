@@ -138,10 +138,12 @@ fn append(
     let session = SessionRef { id, record };
     let (text, anchors, filter) = (&turn.user, &turn.user_anchors, &turn.gate_filter);
     let decision = match &pending {
-        Pending::Logged => pipeline::gate_hashed(view, &session, turn_id, text, anchors, filter)?,
+        Pending::Logged => {
+            pipeline::gate_hashed(view, &session, turn_id, text, anchors, filter, |hash| Ok(view.df(hash)?))?
+        }
         Pending::FoldInTransaction(earlier) => {
             let df = |hash| Ok(view.folded_df(hash)? + earlier.count(&turn.forward, hash)?);
-            pipeline::gate_hashed_with(view, &session, turn_id, text, anchors, filter, df)?
+            pipeline::gate_hashed(view, &session, turn_id, text, anchors, filter, df)?
         }
     };
     let switch = decision.topic == Topic::Switch;

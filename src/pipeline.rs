@@ -55,22 +55,10 @@ pub fn gate<S: Source>(
 }
 
 /// [`gate`] for the user text of a turn being added, from its hashed anchors and its
-/// [`GateFilter`]: the same weights (`query::weigh`), so the stored decision equals what
-/// [`gate`] says for that text against the same index (tested to the bit).
+/// [`GateFilter`], with the document frequencies `df` gives ([`View::df`], or a bulk writer's,
+/// which counts its batch's turns itself): the same weights (`query::weigh`), so the stored
+/// decision equals what [`gate`] says for that text against the same index (tested to the bit).
 pub fn gate_hashed<S: Source>(
-    view: &View<S>,
-    session: &SessionRef<'_>,
-    as_of: u32,
-    text: &str,
-    anchors: &[HashedAnchor],
-    filter: &GateFilter,
-) -> Result<GateDecision> {
-    gate_hashed_with(view, session, as_of, text, anchors, filter, |h| Ok(view.df(h)?))
-}
-
-/// [`gate_hashed`] with the document frequencies `df` gives: a bulk writer counts those of its
-/// batch's turns itself.
-pub fn gate_hashed_with<S: Source>(
     view: &View<S>,
     session: &SessionRef<'_>,
     as_of: u32,

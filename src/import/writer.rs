@@ -6,6 +6,10 @@
 //! workers, leaving the extraction one; now the pool keeps both and the OS shares the cores
 //! among the three threads. A file longer than a batch folds each batch into a run of
 //! postings and merges the runs into the lists at its end.
+//!
+//! Grouping a batch also counts, for each anchor of each turn, the turns of the batch before it
+//! that have it: the part of the gate's document frequencies the write view would otherwise
+//! count turn by turn, with a hash map update per posting.
 
 use super::turns::ParsedTurn;
 use crate::gatekeeper::Gatekeeper;
