@@ -15,7 +15,6 @@ use crate::store::records::next_digest;
 use crate::store::{ReadSource, View};
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 /// What pass 1 learns about one session of the file.
@@ -75,11 +74,10 @@ pub fn import(
     let mut positions: HashMap<String, u64> = HashMap::new();
     let mut skipped = Vec::new();
     let mut blocks = LineBlocks::open(path)?;
-    while let Some((raw, failed)) = blocks.next_block() {
+    while let Some((block, failed)) = blocks.next_block() {
         // Strings borrowed from the block: checking needs no copy of each turn's text.
-        let parsed: Vec<Result<jsonl::LineRef<'_>, Error>> =
-            raw.par_iter().map(|(line_no, text)| jsonl::check_line(path, *line_no, text)).collect();
-        for (&(line_no, _), parsed) in raw.iter().zip(parsed) {
+        let parsed = block.map_lines(path, |line_no, text| jsonl::check_line(path, line_no, text));
+        for (line_no, parsed) in parsed {
             let line = match parsed.and_then(|line| {
                 check_position(path, line_no, &line.session, line.turn, &mut positions).map(|()| line)
             }) {
@@ -274,42 +272,121 @@ fn find_conflict(
     Ok(found.or(collided.then(|| scan.stored - 1)).map(|turn| conflict(path, scan, turn)))
 }
 
-/// Lines parsed per block: a few MB of text, parsed on the rayon pool.
-const PARSE_BLOCK: usize = 4096;
+/// Bytes read per block: a few thousand lines, parsed on the rayon pool. Tests read a few
+/// dozen bytes at a time, so that lines cross blocks.
+const BLOCK_BYTES: usize = if cfg!(test) { 40 } else { 4 << 20 };
 
-/// A line's 1-based number and text.
-type NumberedLine = (u64, String);
+/// Whole lines of a file as read: the bytes and, for each line, its 1-based number and where
+/// it is in them (without its `\n`, and without the byte order mark of line 1).
+struct Block {
+    bytes: Vec<u8>,
+    lines: Vec<(u64, std::ops::Range<usize>)>,
+}
 
-/// The non-blank lines of a file with their numbers, a block at a time, each block parsed
-/// on the rayon pool by its reader: parsing JSON is most of the work of reading a file, and
-/// both passes read it all.
+impl Block {
+    /// The text of a line, `None` if it is blank. Called on the rayon pool: checking that a
+    /// line is UTF-8 costs as much as finding it.
+    fn text(&self, path: &Path, line_no: u64, range: &std::ops::Range<usize>) -> Result<Option<&str>, Error> {
+        let bytes = self.bytes.get(range.clone()).unwrap_or_default();
+        let text = std::str::from_utf8(bytes).map_err(|_| Error::shape(path, line_no, "not valid UTF-8"))?;
+        let text = text.trim_end_matches(['\n', '\r']);
+        Ok((!text.trim().is_empty()).then_some(text))
+    }
+
+    /// Applies `f` to each non-blank line's number and text on the rayon pool; results in
+    /// line order (a line that is not UTF-8 is an error there).
+    fn map_lines<'b, T: Send>(
+        &'b self,
+        path: &Path,
+        f: impl Fn(u64, &'b str) -> Result<T, Error> + Sync,
+    ) -> Vec<(u64, Result<T, Error>)> {
+        let mapped: Vec<Option<(u64, Result<T, Error>)>> = self
+            .lines
+            .par_iter()
+            .map(|(line_no, range)| match self.text(path, *line_no, range) {
+                Ok(None) => None,
+                Ok(Some(text)) => Some((*line_no, f(*line_no, text))),
+                Err(e) => Some((*line_no, Err(e))),
+            })
+            .collect();
+        mapped.into_iter().flatten().collect()
+    }
+}
+
+/// The lines of a file a block at a time. Only finding the lines is left to the reading
+/// thread: each line used to be copied into a `String` of its own and checked there.
 struct LineBlocks {
-    lines: LineReader,
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    line_no: u64,
+    /// The start of a line the last block ended in the middle of.
+    carry: Vec<u8>,
+    done: bool,
 }
 
 impl LineBlocks {
     fn open(path: &Path) -> Result<Self, Error> {
-        Ok(LineBlocks { lines: LineReader::open(path)? })
+        let file =
+            std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+        Ok(LineBlocks { path: path.to_path_buf(), file, line_no: 0, carry: Vec::new(), done: false })
     }
 
-    /// The next block of lines, and the read error it ended on, if it did (to be reported
-    /// after its lines). `None` at the end of the file.
-    fn next_block(&mut self) -> Option<(Vec<NumberedLine>, Option<crate::Error>)> {
-        let mut raw = Vec::with_capacity(PARSE_BLOCK);
+    /// The next block of whole lines, and the read error it ended on, if it did (to be reported
+    /// after its lines; the line it cut is dropped). `None` at the end of the file.
+    fn next_block(&mut self) -> Option<(Block, Option<crate::Error>)> {
+        use std::io::Read;
+        let mut bytes = std::mem::take(&mut self.carry);
         let mut failed = None;
-        for item in self.lines.by_ref() {
-            match item {
-                Ok(line) => raw.push(line),
-                Err(e) => {
-                    failed = Some(e);
+        // Up to the last newline once a block's worth is read (or the end of the file).
+        let mut searched = 0;
+        let mut complete = None;
+        while !self.done {
+            if bytes.len() >= BLOCK_BYTES {
+                complete = memchr::memrchr(b'\n', &bytes[searched..]).map(|i| searched + i + 1);
+                searched = bytes.len();
+                if complete.is_some() {
                     break;
                 }
             }
-            if raw.len() == PARSE_BLOCK {
-                break;
+            let start = bytes.len();
+            bytes.resize(start + BLOCK_BYTES, 0);
+            match self.file.read(&mut bytes[start..]) {
+                Ok(0) => {
+                    bytes.truncate(start);
+                    self.done = true;
+                }
+                Ok(n) => bytes.truncate(start + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => bytes.truncate(start),
+                Err(source) => {
+                    bytes.truncate(start);
+                    self.done = true;
+                    // The line it cut has no end to be found: it goes with the error.
+                    let cut = memchr::memrchr(b'\n', &bytes).map_or(0, |i| i + 1);
+                    bytes.truncate(cut);
+                    failed = Some(Error::Io { path: self.path.clone(), source }.into());
+                }
             }
         }
-        (!raw.is_empty() || failed.is_some()).then_some((raw, failed))
+        let end = complete.unwrap_or(bytes.len());
+        self.carry = bytes.get(end..).unwrap_or_default().to_vec();
+        bytes.truncate(end);
+        let mut lines = Vec::with_capacity(bytes.len() / 512 + 1);
+        let mut line_start = 0;
+        let ends =
+            memchr::memchr_iter(b'\n', &bytes).chain((bytes.last() != Some(&b'\n')).then_some(bytes.len()));
+        for line_end in ends {
+            if line_end == line_start && line_end == bytes.len() {
+                break; // no last line after the last newline
+            }
+            self.line_no += 1;
+            let mut range = line_start..line_end;
+            if self.line_no == 1 && bytes[range.clone()].starts_with(b"\xef\xbb\xbf") {
+                range.start += 3;
+            }
+            lines.push((self.line_no, range));
+            line_start = line_end + 1;
+        }
+        (!lines.is_empty() || failed.is_some()).then_some((Block { bytes, lines }, failed))
     }
 }
 
@@ -332,68 +409,64 @@ impl Iterator for ParsedLines {
     type Item = ParsedItem;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(item) = self.ready.next() {
-            return Some(item);
-        }
-        let (raw, failed) = self.blocks.next_block()?;
-        let path = self.blocks.lines.path.as_path();
-        let mut parsed: Vec<ParsedItem> = raw
-            .into_par_iter()
-            .map(|(line_no, text)| Ok((line_no, jsonl::parse_line(path, line_no, &text))))
-            .collect();
-        parsed.extend(failed.map(Err));
-        self.ready = parsed.into_iter();
-        self.ready.next()
-    }
-}
-
-/// Non-blank lines of a file with their 1-based numbers; a line that is not UTF-8 is an error.
-struct LineReader {
-    path: std::path::PathBuf,
-    reader: BufReader<std::fs::File>,
-    line_no: u64,
-    buffer: Vec<u8>,
-}
-
-impl LineReader {
-    fn open(path: &Path) -> Result<Self, Error> {
-        let file =
-            std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        Ok(LineReader {
-            path: path.to_path_buf(),
-            reader: BufReader::with_capacity(1 << 20, file),
-            line_no: 0,
-            buffer: Vec::new(),
-        })
-    }
-}
-
-impl Iterator for LineReader {
-    type Item = Result<(u64, String), crate::Error>;
-
-    fn next(&mut self) -> Option<Self::Item> {
         loop {
-            self.buffer.clear();
-            match self.reader.read_until(b'\n', &mut self.buffer) {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(source) => return Some(Err(Error::Io { path: self.path.clone(), source }.into())),
+            if let Some(item) = self.ready.next() {
+                return Some(item);
             }
-            self.line_no += 1;
-            let bytes = if self.line_no == 1 {
-                self.buffer.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&self.buffer)
-            } else {
-                &self.buffer[..]
-            };
-            let text = match std::str::from_utf8(bytes) {
-                Ok(text) => text.trim_end_matches(['\n', '\r']),
-                Err(_) => {
-                    return Some(Err(Error::shape(&self.path, self.line_no, "not valid UTF-8").into()));
-                }
-            };
-            if !text.trim().is_empty() {
-                return Some(Ok((self.line_no, text.to_string())));
-            }
+            let (block, failed) = self.blocks.next_block()?;
+            let path = self.blocks.path.as_path();
+            let mut parsed: Vec<ParsedItem> = block
+                .map_lines(path, |line_no, text| jsonl::parse_line(path, line_no, text))
+                .into_iter()
+                .map(Ok)
+                .collect();
+            parsed.extend(failed.map(Err));
+            self.ready = parsed.into_iter();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every non-blank line's number and text, or its error, read through blocks.
+    fn read_all(path: &Path) -> Vec<(u64, Result<String, String>)> {
+        let mut blocks = LineBlocks::open(path).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        while let Some((block, failed)) = blocks.next_block() {
+            assert!(failed.is_none());
+            let lines = block.map_lines(path, |_, text| Ok(text.to_string()));
+            out.extend(lines.into_iter().map(|(no, text)| (no, text.map_err(|e| e.to_string()))));
+        }
+        out
+    }
+
+    #[test]
+    fn lines_are_found_across_blocks() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("lines.jsonl");
+        let long = "长".repeat(50); // 150 bytes: longer than a test block, cut mid-character
+        let mut bytes = b"\xef\xbb\xbffirst\r\n\n   \nsecond line\n".to_vec();
+        bytes.extend_from_slice(format!("{long}\n").as_bytes());
+        bytes.extend_from_slice(b"\xff\xfe bad\n");
+        bytes.extend_from_slice(b"third\r\n\nlast without newline");
+        std::fs::write(&path, &bytes)?;
+        let bad = Error::shape(&path, 6, "not valid UTF-8").to_string();
+        let expected: Vec<(u64, Result<String, String>)> = vec![
+            (1, Ok("first".into())),
+            (4, Ok("second line".into())),
+            (5, Ok(long)),
+            (6, Err(bad)),
+            (7, Ok("third".into())),
+            (9, Ok("last without newline".into())),
+        ];
+        assert_eq!(read_all(&path), expected);
+        // A file that ends with its newline has no empty last line; an empty file, no line.
+        std::fs::write(&path, b"a\nb\n")?;
+        assert_eq!(read_all(&path), vec![(1, Ok("a".into())), (2, Ok("b".into()))]);
+        std::fs::write(&path, b"")?;
+        assert!(read_all(&path).is_empty());
+        Ok(())
     }
 }
