@@ -114,7 +114,11 @@ fn decide<S: Source>(
         Some(s) if as_of > 0 => topic_window(view, s, as_of)?,
         _ => Vec::new(),
     };
-    let weights: Vec<(u64, f64)> = weights.iter().copied().filter(|(hash, _)| filter.keeps(*hash)).collect();
+    // Sized for all of them: collected from a filter, the list grew by reallocations, three or
+    // four for each turn a bulk import gates.
+    let mut kept: Vec<(u64, f64)> = Vec::with_capacity(weights.len());
+    kept.extend(weights.iter().copied().filter(|(hash, _)| filter.keeps(*hash)));
+    let weights = kept;
     gate::decide(
         text,
         &weights,
