@@ -61,8 +61,8 @@ impl Grouped {
     /// this replaces, was half of that.
     pub fn counting(turns: &[&[(u64, u32, u32)]], in_block_order: &[u32]) -> (Self, Vec<u32>) {
         let total = turns.iter().map(|entries| entries.len()).sum();
-        // Dense anchor numbers, in order of first appearance, each posting's number and where
-        // each turn's start.
+        // Dense anchor numbers, in order of first appearance; each posting's number, and where
+        // each turn's postings start.
         let mut number: IdentityHashMap<u64, u32> = IdentityHashMap::default();
         let mut hashes: Vec<u64> = Vec::new();
         let mut counts: Vec<u32> = Vec::new();

@@ -110,6 +110,7 @@ pub struct PendingBlocks {
     /// Pending turns per anchor, while every block was counted in (see
     /// [`add_uncounted`](Self::add_uncounted)).
     df: IdentityHashMap<u64, u32>,
+    /// Set once a block was added without counting: `df` is empty and unused from then on.
     uncounted: bool,
     len_user: u64,
     len_assistant: u64,
@@ -127,11 +128,14 @@ impl PendingBlocks {
     }
 
     /// [`add`](Self::add) without counting the turn per anchor: a bulk writer counts its batch
-    /// itself as it groups it (`Grouped::counting`), and a hash map update per posting was a
-    /// tenth of its time. Frequencies of pending turns are counted from the blocks from then on.
+    /// itself as it groups it (`Grouped::counting`), and a hash map update per posting was about
+    /// a twentieth of its thread's time (`perf`, 400k turns). Frequencies of pending turns are
+    /// counted from the blocks from then on, which only a caller other than the gate pays for.
     fn add_uncounted(&mut self, key: u64, forward: ForwardRecord) {
-        self.uncounted = true;
-        self.df = IdentityHashMap::default();
+        if !self.uncounted {
+            self.uncounted = true;
+            self.df = IdentityHashMap::default();
+        }
         self.insert(key, forward);
     }
 
