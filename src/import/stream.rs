@@ -300,16 +300,14 @@ impl Block {
         path: &Path,
         f: impl Fn(u64, &'b str) -> Result<T, Error> + Sync,
     ) -> Vec<(u64, Result<T, Error>)> {
-        let mapped: Vec<Option<(u64, Result<T, Error>)>> = self
-            .lines
+        self.lines
             .par_iter()
-            .map(|(line_no, range)| match self.text(path, *line_no, range) {
+            .filter_map(|(line_no, range)| match self.text(path, *line_no, range) {
                 Ok(None) => None,
                 Ok(Some(text)) => Some((*line_no, f(*line_no, text))),
                 Err(e) => Some((*line_no, Err(e))),
             })
-            .collect();
-        mapped.into_iter().flatten().collect()
+            .collect()
     }
 }
 

@@ -232,6 +232,5 @@ fn prepare(batch: Batch) -> PreparedBatch {
     let entries: Vec<&[(u64, u32, u32)]> =
         turns.iter().map(|(_, turn)| &turn.anchors().entries[..]).collect();
     let (grouped, earlier) = Grouped::counting(&entries, &order);
-    drop(entries);
     PreparedBatch { turns, ranks, in_block_order: order, blocks, grouped, earlier }
 }
