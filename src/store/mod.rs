@@ -10,7 +10,8 @@
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
 //! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |
-//! | `posting_runs` | `run << 64 \| hash` | an import batch's postings of one anchor, session by session as chunks; empty outside an import |
+//! | `posting_run_files` | run id | `(offset, length, checksum)` of an import batch's run in the run file `INDEX.runs`; empty outside an import |
+//! | `posting_runs` | `run << 64 \| hash` | an import batch's postings of one anchor, as builds before the run file wrote runs; read only to merge runs such a build left |
 //! | `evidence` | evidence id | postcard `EvidenceRecord`: ref, kind, digest, sizes, projection, anchors |
 //! | `evidence_refs` | evidence ref | evidence id |
 //! | `evidence_postings` | `(hash, evidence id)` | term frequency, document length |
@@ -32,9 +33,10 @@
 //! a crash leaves either the whole turn (or batch) or none of it.
 //!
 //! A bulk import of more than one batch does not fold each batch into the lists: it writes
-//! each batch's postings as a run, appended in key order, and merges the runs into the lists
-//! at its end (module `runs`). Rows a bulk write has in key order (a batch's turns and run,
-//! the merged chunks) go in through one redb cursor, a leaf at a time (module `sorted`).
+//! each batch's postings as a run, in key order, to a file beside the index (module
+//! `run_file`), and merges the runs into the lists at its end (module `runs`). Rows a bulk
+//! write has in key order (a batch's turns, the merged chunks) go in through one redb cursor,
+//! a leaf at a time (module `sorted`).
 
 mod cursor;
 mod error;
@@ -45,6 +47,7 @@ mod keys;
 mod lists;
 pub(crate) mod postings;
 pub(crate) mod records;
+mod run_file;
 mod runs;
 mod sorted;
 mod source_index;
@@ -69,7 +72,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tables::{
     EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
-    RUNS, SESSION_NAMES, SESSIONS, TERMS, TURNS,
+    RUN_FILES, RUNS, SESSION_NAMES, SESSIONS, TERMS, TURNS,
 };
 use view::Tables;
 
@@ -130,14 +133,11 @@ impl Store {
     }
 
     /// Merges the runs an import killed before its end left (see [`runs`]): readers never
-    /// see the postings of runs, so this comes before anything else uses the index.
+    /// see the postings of runs, so this comes before anything else uses the index. Removes a
+    /// run file no recorded run refers to.
     fn merge_interrupted_runs(&self) -> Result<(), Error> {
         let txn = self.db.begin_read()?;
-        let left = match txn.open_table(RUNS) {
-            Ok(table) => !table.is_empty()?,
-            Err(redb::TableError::TableDoesNotExist(_)) => false,
-            Err(e) => return Err(e.into()),
-        };
+        let left = has_rows(&txn, RUNS)? || has_rows(&txn, RUN_FILES)?;
         drop(txn);
         if left {
             log::warn!("{}: merging the postings of an interrupted import", self.path.display());
@@ -148,12 +148,14 @@ impl Store {
                 merged.lists,
                 merged.chunks
             );
+        } else {
+            self.remove_run_file();
         }
         Ok(())
     }
 
-    /// Appends the postings of an import's runs to the posting lists and deletes the runs, in
-    /// one durable transaction (see the `runs` module).
+    /// Appends the postings of an import's runs to the posting lists and forgets the runs, in
+    /// one durable transaction (see the `runs` module), then removes the run file.
     ///
     /// A second thread reads the runs while this one stores the lists (reading them was the
     /// larger half of the work), through a read transaction begun once the write one holds
@@ -162,15 +164,33 @@ impl Store {
         let mut txn = self.db.begin_write()?;
         let read = self.db.begin_read()?;
         txn.set_quick_repair(self.quick_repair);
-        if txn.open_table(RUNS)?.is_empty()? {
+        let in_table = has_rows(&read, RUNS)?;
+        let file = run_file::path_of(&self.path);
+        let mut spans = Vec::new();
+        for entry in txn.open_table(RUN_FILES)?.iter()? {
+            let (run, span) = entry?;
+            spans.push((run.value(), run_file::RunSpan::from_row(span.value())));
+        }
+        if !in_table && spans.is_empty() {
+            drop(txn);
+            self.remove_run_file();
             return Ok(Merged::default());
         }
         let mut postings = txn.open_table(POSTINGS)?;
         let (read, stored) = std::thread::scope(|scope| {
             let (sender, receiver) = std::sync::mpsc::sync_channel(4);
             let reader = scope.spawn(move || {
-                let runs = read.open_table(RUNS)?;
-                runs::read_lists(&runs, |lists| sender.send(lists).is_ok())
+                let table = if in_table { Some(read.open_table(RUNS)?) } else { None };
+                // The table's runs are older than the file's: a build that writes the file
+                // merges the table's when it opens the index, before it imports anything.
+                let mut cursors = match &table {
+                    Some(table) => runs::RunCursor::table_runs(table)?,
+                    None => Vec::new(),
+                };
+                for (run, span) in spans {
+                    cursors.push(runs::RunCursor::File(run_file::RunReader::open(&file, run, span)?));
+                }
+                runs::read_lists(cursors, |lists| sender.send(lists).is_ok())
             });
             let stored = runs::store_lists(&mut postings, receiver.iter());
             drop(receiver); // a reader still sending stops
@@ -179,9 +199,24 @@ impl Store {
         });
         let (runs, (lists, chunks)) = (read?, stored?);
         drop(postings);
-        txn.delete_table(RUNS)?;
+        if in_table {
+            txn.delete_table(RUNS)?;
+        }
+        txn.delete_table(RUN_FILES)?;
         txn.commit()?;
+        self.remove_run_file();
         Ok(Merged { runs, lists, chunks })
+    }
+
+    /// Removes the run file, if there is one: no recorded run refers to it any more. A file
+    /// that stays (a failure to remove it) is cut to size by the next import's first run.
+    fn remove_run_file(&self) {
+        let path = run_file::path_of(&self.path);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
+        }
     }
 
     fn check_or_initialize(&self) -> Result<(), Error> {
@@ -291,7 +326,7 @@ impl Store {
                 evidence_refs: txn.open_table(EVIDENCE_REFS).map_err(Error::from)?,
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS).map_err(Error::from)?,
                 evidence_terms: txn.open_table(EVIDENCE_TERMS).map_err(Error::from)?,
-                runs: txn.open_table(RUNS).map_err(Error::from)?,
+                runs: txn.open_table(RUN_FILES).map_err(Error::from)?,
             };
             let mut view = View::open(&self.path, tables)?;
             let value = f(&mut view)?;
@@ -353,6 +388,18 @@ impl Store {
     /// space at the end. Returns true if anything moved. Needs no open transaction.
     pub fn compact(&mut self) -> Result<bool, Error> {
         Ok(self.db.compact().map_err(redb::Error::from)?)
+    }
+}
+
+/// Whether `table` exists in the snapshot and has a row.
+fn has_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    table: redb::TableDefinition<K, V>,
+) -> Result<bool, Error> {
+    match txn.open_table(table) {
+        Ok(table) => Ok(!table.is_empty()?),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -3,9 +3,9 @@
 //! Folding a batch into the anchor-major `postings` table touches the lists of every anchor
 //! in the batch, all over the B-tree: each batch's commit copied most of its leaf pages, and
 //! at a million turns that was two thirds of the import's time. A bulk import instead writes
-//! each batch's postings as one *run* in `posting_runs`, one value per anchor keyed `(run,
-//! anchor)`: a run's keys ascend as the fold produces them and every run sorts after the ones
-//! before, so the writes append at the right edge of the tree. When the import ends,
+//! each batch's postings as one *run*, one value per anchor in hash order, to the index's run
+//! file (`super::run_file`; ctxgate before it appended runs to the `posting_runs` table, and
+//! still merges those). When the import ends,
 //! [`read_lists`] reads the runs side by side in anchor order, on a thread of its own, and
 //! [`store_lists`] appends each session's list to `postings` once, in key order, through one
 //! cursor (external sorting, as search engines merge their segments).
@@ -27,6 +27,7 @@ use super::error::{Error, corrupt};
 use super::keys::{list_range, posting_key, run_key, split_posting_key, split_run_key};
 use super::lists::PostingsTable;
 use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
+use super::run_file::RunReader;
 use super::sorted::Gap;
 use redb::{AccessGuard, Range, ReadableTable};
 use std::cmp::Reverse;
@@ -42,16 +43,6 @@ pub struct Merged {
     pub lists: u64,
     /// Chunks stored.
     pub chunks: u64,
-}
-
-/// The id the next run takes: after every run in `runs`.
-pub(super) fn next_run(runs: &impl ReadableTable<u128, &'static [u8]>) -> Result<u32, Error> {
-    match runs.last()? {
-        None => Ok(0),
-        Some((key, _)) => (split_run_key(key.value()).0)
-            .checked_add(1)
-            .ok_or_else(|| corrupt("posting runs", "run ids exhausted")),
-    }
 }
 
 /// Appends one session's list of postings (in turn order) to an anchor's run value, through
@@ -112,19 +103,57 @@ fn chunks_of<'v>(piece: &Piece<'v>) -> impl Iterator<Item = &'v [u8]> {
 }
 
 /// One run's entries, the current one held.
-struct RunCursor<'r> {
+pub(super) enum RunCursor<'r> {
+    /// A run in the run file.
+    File(RunReader),
+    /// A run in the `posting_runs` table, where ctxgate wrote them before the run file.
+    Table(Box<TableRun<'r>>),
+}
+
+/// A run of the `posting_runs` table: its range of entries, the current one held.
+pub(super) struct TableRun<'r> {
     entries: Range<'r, u128, &'static [u8]>,
     current: Option<AccessGuard<'r, &'static [u8]>>,
 }
 
-impl RunCursor<'_> {
+impl<'r> RunCursor<'r> {
+    /// The runs of the `posting_runs` table, in the order they were written, found by seeking
+    /// past each one.
+    pub fn table_runs(runs: &'r impl ReadableTable<u128, &'static [u8]>) -> Result<Vec<Self>, Error> {
+        let mut cursors = Vec::new();
+        let mut from = 0u128;
+        while let Some(entry) = runs.range(from..)?.next() {
+            let (run, _) = split_run_key(entry?.0.value());
+            let range = run_key(run, 0)..=run_key(run, u64::MAX);
+            cursors.push(RunCursor::Table(Box::new(TableRun { entries: runs.range(range)?, current: None })));
+            match run.checked_add(1) {
+                Some(next) => from = run_key(next, 0),
+                None => break,
+            }
+        }
+        Ok(cursors)
+    }
+
     /// Moves to the next anchor of the run and returns its hash.
     fn advance(&mut self) -> Result<Option<u64>, Error> {
-        self.current = None;
-        let Some(entry) = self.entries.next() else { return Ok(None) };
-        let (key, value) = entry?;
-        self.current = Some(value);
-        Ok(Some(split_run_key(key.value()).1))
+        match self {
+            RunCursor::File(reader) => reader.advance(),
+            RunCursor::Table(run) => {
+                run.current = None;
+                let Some(entry) = run.entries.next() else { return Ok(None) };
+                let (key, value) = entry?;
+                run.current = Some(value);
+                Ok(Some(split_run_key(key.value()).1))
+            }
+        }
+    }
+
+    /// The current anchor's value.
+    fn value(&self) -> Option<&[u8]> {
+        match self {
+            RunCursor::File(reader) => Some(reader.value()),
+            RunCursor::Table(run) => run.current.as_ref().map(|guard| guard.value()),
+        }
     }
 }
 
@@ -138,19 +167,8 @@ struct RunMerge<'r> {
 }
 
 impl<'r> RunMerge<'r> {
-    fn open(runs: &'r impl ReadableTable<u128, &'static [u8]>) -> Result<Self, Error> {
-        // The runs, found by seeking past each one.
-        let mut cursors = Vec::new();
-        let mut from = 0u128;
-        while let Some(entry) = runs.range(from..)?.next() {
-            let (run, _) = split_run_key(entry?.0.value());
-            let range = run_key(run, 0)..=run_key(run, u64::MAX);
-            cursors.push(RunCursor { entries: runs.range(range)?, current: None });
-            match run.checked_add(1) {
-                Some(next) => from = run_key(next, 0),
-                None => break,
-            }
-        }
+    /// Merges `cursors`, given in the order their runs were written.
+    fn open(mut cursors: Vec<RunCursor<'r>>) -> Result<Self, Error> {
         let mut heap = BinaryHeap::with_capacity(cursors.len());
         for (i, cursor) in cursors.iter_mut().enumerate() {
             if let Some(hash) = cursor.advance()? {
@@ -181,8 +199,8 @@ impl<'r> RunMerge<'r> {
     fn pieces(&self, hash: u64) -> Result<Vec<Piece<'_>>, Error> {
         let mut pieces = Vec::new();
         for &i in &self.holding {
-            if let Some(value) = &self.cursors[i].current {
-                read_pieces(value.value(), i, &mut pieces)
+            if let Some(value) = self.cursors[i].value() {
+                read_pieces(value, i, &mut pieces)
                     .map_err(|e| corrupt(format!("run {i} of anchor {hash:x}"), e))?;
             }
         }
@@ -206,11 +224,12 @@ pub(super) struct Lists {
 /// cross many stretches).
 const LISTS_BYTES: usize = if cfg!(test) { 256 } else { 1 << 20 };
 
-/// Reads every run side by side, in anchor order and each session's pieces in the order of
-/// their runs, and hands the lists on a stretch at a time. `hand_on` returns false when the
-/// receiving side has stopped. Returns the number of runs.
+/// Reads every run side by side (`runs` in the order they were written), in anchor order and
+/// each session's pieces in the order of their runs, and hands the lists on a stretch at a
+/// time. `hand_on` returns false when the receiving side has stopped. Returns the number of
+/// runs.
 pub(super) fn read_lists(
-    runs: &impl ReadableTable<u128, &'static [u8]>,
+    runs: Vec<RunCursor<'_>>,
     mut hand_on: impl FnMut(Lists) -> bool,
 ) -> Result<u32, Error> {
     let mut merge = RunMerge::open(runs)?;
@@ -288,9 +307,10 @@ fn next_chunk(chunk_no: u32) -> Result<u32, Error> {
 mod tests {
     use super::super::grouped::{Grouped, NewBlock};
     use super::super::records::{ForwardRecord, GateRecord, TurnRecord};
-    use super::super::{Store, StoreOptions, block_key};
+    use super::super::tables::{RUN_FILES, RUNS};
+    use super::super::{Store, StoreOptions, block_key, run_file};
     use super::*;
-    use redb::ReadableTableMetadata;
+    use redb::{ReadableDatabase, ReadableTableMetadata};
     use std::collections::BTreeSet;
 
     type Turn = (u32, u32, Vec<u64>);
@@ -402,9 +422,12 @@ mod tests {
         // Before the merge, statistics are complete and the runs hold the postings.
         assert_eq!(runs.read()?.corpus_stats(), folded.read()?.corpus_stats());
         assert!(runs_left(&runs)? > 0);
+        let file = run_file::path_of(&dir_runs.path().join("index.redb"));
+        assert!(file.exists());
         let merged = runs.merge_runs()?;
         assert_eq!(merged.runs, batches.len() as u32);
         assert_eq!(runs_left(&runs)?, 0);
+        assert!(!file.exists(), "the merge removes the run file");
         let expected = lists(&folded)?;
         assert_eq!(lists(&runs)?, expected);
         assert!(expected.iter().any(|(_, _, list)| list.len() > 300), "a list longer than a chunk");
@@ -455,6 +478,59 @@ mod tests {
     }
 
     #[test]
+    fn runs_an_older_ctxgate_left_in_the_table_are_merged_when_the_index_opens()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let (dir_folded, dir_runs) = (tempfile::tempdir()?, tempfile::tempdir()?);
+        let folded = temp_store(&dir_folded)?;
+        write_batch(&folded, &before, false)?;
+        {
+            let runs = temp_store(&dir_runs)?;
+            write_batch(&runs, &before, false)?;
+            for batch in &batches {
+                write_batch(&folded, batch, false)?;
+                write_batch(&runs, batch, true)?;
+            }
+            // Moved from the file to `posting_runs`, keyed as such a build wrote them.
+            let file = run_file::path_of(&dir_runs.path().join("index.redb"));
+            let txn = runs.db.begin_write()?;
+            {
+                let spans: Vec<(u32, run_file::RunSpan)> = (txn.open_table(RUN_FILES)?.iter()?)
+                    .map(|e| e.map(|(run, span)| (run.value(), run_file::RunSpan::from_row(span.value()))))
+                    .collect::<Result<_, _>>()?;
+                let mut table = txn.open_table(RUNS)?;
+                for (run, span) in spans {
+                    let mut reader = RunReader::open(&file, run, span)?;
+                    while let Some(hash) = reader.advance()? {
+                        table.insert(run_key(run, hash), reader.value())?;
+                    }
+                }
+            }
+            txn.delete_table(RUN_FILES)?;
+            txn.commit()?;
+            std::fs::remove_file(&file)?;
+        }
+        let reopened = temp_store(&dir_runs)?;
+        assert_eq!(lists(&reopened)?, lists(&folded)?);
+        let read = reopened.db.begin_read()?;
+        assert!(!super::super::has_rows(&read, RUNS)?, "the table's runs are gone");
+        Ok(())
+    }
+
+    #[test]
+    fn a_run_file_no_run_refers_to_is_removed_when_the_index_opens() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        drop(temp_store(&dir)?);
+        // What a first batch that failed before its commit leaves.
+        let file = run_file::path_of(&dir.path().join("index.redb"));
+        std::fs::write(&file, b"bytes of a run never recorded")?;
+        drop(temp_store(&dir)?);
+        assert!(!file.exists());
+        Ok(())
+    }
+
+    #[test]
     fn a_merge_that_meets_a_damaged_run_changes_nothing() -> Result<(), Box<dyn std::error::Error>> {
         let (before, batches) = history();
         let dir = tempfile::tempdir()?;
@@ -465,16 +541,22 @@ mod tests {
         }
         let lists_before = lists(&store)?;
         let runs_before = runs_left(&store)?;
-        // The last anchor of the last run: the reader fails after handing lists on.
-        store.write(|view| -> Result<(), Error> {
-            let key =
-                view.tables.runs.last()?.map(|(k, _)| k.value()).ok_or_else(|| corrupt("test", "no run"))?;
-            view.tables.runs.insert(key, [0xff_u8, 0xff, 0xff].as_slice())?;
-            Ok(())
-        })?;
-        assert!(store.merge_runs().is_err());
+        // A byte of the last anchor of the last run: the reader fails after handing lists on.
+        let file = run_file::path_of(&dir.path().join("index.redb"));
+        let mut bytes = std::fs::read(&file)?;
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        std::fs::write(&file, &bytes)?;
+        let err = store.merge_runs().unwrap_err();
+        assert!(err.to_string().contains("checksum"), "{err}");
         assert_eq!(lists(&store)?, lists_before);
         assert_eq!(runs_left(&store)?, runs_before);
+        assert!(file.exists(), "the runs stay for another try");
+        // Without its file, the runs are refused, and the index does not open.
+        std::fs::remove_file(&file)?;
+        assert!(store.merge_runs().is_err());
+        drop(store);
+        assert!(temp_store(&dir).is_err());
         Ok(())
     }
 

@@ -11,6 +11,7 @@ use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::lists::ListWriter;
 use super::postings::{self, ChunkBuilder, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
+use super::run_file::{self, RunBytes};
 use super::runs;
 use super::sorted;
 use super::{FOLD_BATCH, META_KEY, format};
@@ -41,7 +42,7 @@ pub trait Source {
     type EvidencePostings: ReadableTable<(u64, u32), (u32, u32)>;
     /// `evidence_terms`.
     type EvidenceTerms: ReadableTable<u64, u32>;
-    /// `posting_runs`: only a write transaction has them (see `super::runs`).
+    /// `posting_run_files`: only a write transaction has them (see `super::run_file`).
     type Runs;
 }
 
@@ -74,7 +75,7 @@ impl<'t> Source for WriteSource<'t> {
     type EvidenceRefs = Table<'t, &'static str, u32>;
     type EvidencePostings = Table<'t, (u64, u32), (u32, u32)>;
     type EvidenceTerms = Table<'t, u64, u32>;
-    type Runs = Table<'t, u128, &'static [u8]>;
+    type Runs = Table<'t, u32, (u64, u64, u64)>;
 }
 
 /// The opened tables of one transaction.
@@ -512,8 +513,8 @@ impl View<WriteSource<'_>> {
     /// (see `super::runs`) instead of the lists, and stay out of reach of readers until
     /// [`super::Store::merge_runs`].
     pub fn fold_grouped_into_run(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
-        let run = runs::next_run(&self.tables.runs)?;
-        self.fold_to(grouped, blocks, FoldTarget::Run(run))
+        let (run, offset) = run_file::next_run(&self.tables.runs)?;
+        self.fold_to(grouped, blocks, FoldTarget::Run { run, offset })
     }
 
     fn fold_to(&mut self, grouped: &Grouped, blocks: &[NewBlock], target: FoldTarget) -> Result<(), Error> {
@@ -542,14 +543,15 @@ impl View<WriteSource<'_>> {
         };
         let mut lists = 0usize;
         let mut list: Vec<Posting> = Vec::new();
-        // The run's values, one after the other, and where each anchor's ends: stored together
-        // once the anchors are done, in key order.
-        let mut run_values: Vec<u8> = Vec::new();
-        let mut run_ends: Vec<(u64, usize)> = Vec::new();
+        // The run's entries, one per anchor, written to the run file once the anchors are done.
+        let mut run = RunBytes::default();
         let mut chunk = ChunkBuilder::new();
         let mut new_df = IdentityHashMap::default();
         new_df.reserve(grouped.anchors());
         for (hash, group) in grouped.groups() {
+            if let FoldTarget::Run { .. } = target {
+                run.start_entry(hash);
+            }
             // Each session's postings are consecutive (the block table's order).
             let mut postings = group.iter().map(posting_of).peekable();
             while let Some((session, first)) = postings.next() {
@@ -571,28 +573,24 @@ impl View<WriteSource<'_>> {
                         }
                         writer.finish(table)?;
                     }
-                    FoldTarget::Run(_) => {
-                        runs::push_list(&mut run_values, &mut chunk, session, &list)
+                    FoldTarget::Run { .. } => {
+                        runs::push_list(run.value(), &mut chunk, session, &list)
                             .map_err(|e| corrupt("pending postings", e))?;
                     }
                 }
                 lists += 1;
             }
-            if let FoldTarget::Run(_) = target {
-                run_ends.push((hash, run_values.len()));
+            if let FoldTarget::Run { .. } = target {
+                run.finish_entry()?;
             }
             // Document frequency: one update per anchor.
             let df = self.folded_df(hash)? + group.len() as u64;
             self.tables.terms.insert(hash, df)?;
             new_df.insert(hash, df);
         }
-        if let FoldTarget::Run(run) = target {
-            let starts = std::iter::once(0).chain(run_ends.iter().map(|&(_, end)| end));
-            let rows = run_ends
-                .iter()
-                .zip(starts)
-                .map(|(&(hash, end), start)| (keys::run_key(run, hash), &run_values[start..end]));
-            sorted::insert_new(&mut self.tables.runs, rows)?;
+        if let FoldTarget::Run { run: id, offset } = target {
+            let span = run.append(&run_file::path_of(&self.path), offset)?;
+            self.tables.runs.insert(id, span.to_row())?;
         }
         // Only the folded anchors' frequencies changed; keeping just them bounds the cache
         // by one fold while the next batch of an import, which shares most of its anchors
@@ -640,8 +638,8 @@ impl View<WriteSource<'_>> {
 enum FoldTarget {
     /// The posting lists readers see.
     Postings,
-    /// A run of an import, with this id.
-    Run(u32),
+    /// A run of an import: its id and where it starts in the run file.
+    Run { run: u32, offset: u64 },
 }
 
 /// The statistics of folded blocks as `meta` records them (what `verify` checks).
