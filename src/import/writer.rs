@@ -14,10 +14,12 @@
 use super::turns::ParsedTurn;
 use crate::gatekeeper::Gatekeeper;
 use crate::ingest::{self, PreparedTurn};
-use crate::store::block_key;
 use crate::store::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
+use crate::store::{View, WriteSource, block_key};
 use rayon::prelude::*;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
 
 /// Turns written per transaction. A crash loses at most the batch being written; importing the
@@ -118,54 +120,29 @@ impl<'g> Writer<'g> {
         let turns = batch.len();
         // Where the writer's time goes: adding the turns (gate, rows), the fold, the commit.
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
-        let mut spent = Vec::with_capacity(turns);
+        let mut spent = Vec::new();
         self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
             // Turns added one at a time and not folded yet go first: the batch's fold takes
             // exactly the batch.
             view.fold()?;
-            let mut current: Option<(usize, u32, SessionRecord)> = None;
-            let mut counted = earlier.as_slice();
-            for (position, ((i, turn), rank)) in (0u32..).zip(batch.into_iter().zip(ranks)) {
-                if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
-                    if let Some((_, id, record)) = current.take() {
-                        view.put_session(id, &record)?;
-                    }
-                    let (name, title) = &self.sessions[i];
-                    let (id, mut record) = ingest::session_for_write(view, name)?;
-                    if record.source.is_none() {
-                        record.source = Some(self.source.clone());
-                        record.title.clone_from(title);
-                    }
-                    current = Some((i, id, record));
-                }
-                if let Some((_, id, record)) = current.as_mut() {
-                    let (anchors, rest) = counted.split_at(turn.anchors().entries.len().min(counted.len()));
-                    counted = rest;
-                    // Turns of the batch before this one with an anchor it does not have.
-                    let other = |hash: u64| {
-                        let before = |p: &&NewPosting| {
-                            in_block_order.get(p.block as usize).is_some_and(|&q| q < position)
-                        };
-                        grouped.group(hash).iter().filter(before).count() as u64
-                    };
-                    let earlier = ingest::EarlierInBatch { anchors, other: &other };
-                    let (turn_id, turn_spent) =
-                        ingest::append_turn_to_fold(view, *id, record, turn, &earlier)?;
-                    if let Some(block) = blocks.get_mut(rank as usize) {
-                        block.key = block_key(*id, turn_id);
-                    }
-                    spent.push(turn_spent);
-                }
-            }
-            if let Some((_, id, record)) = current.take() {
-                view.put_session(id, &record)?;
-            }
+            self.fill_keys(view, &batch, &ranks, &mut blocks)?;
+            let next_run = if into_run { Some(view.next_run()?) } else { None };
+            let blocks = &blocks;
+            let grouped = &grouped;
+            let run = std::thread::scope(|scope| -> Result<_, crate::Error> {
+                // The run needs only the grouped postings and the keys: it is encoded and
+                // written (and synced) on a thread of its own while the turns are added.
+                let writing = next_run.map(|next| scope.spawn(move || next.write(grouped, blocks)));
+                let added = self.add_turns(view, batch, &ranks, blocks, grouped, &in_block_order, &earlier);
+                let run = writing.map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+                spent = added?;
+                Ok(run.transpose()?)
+            })?;
             append_time = started.elapsed();
             let fold_started = Instant::now();
-            if into_run {
-                view.fold_grouped_into_run(&grouped, &blocks)?;
-            } else {
-                view.fold_grouped(&grouped, &blocks)?;
+            match run {
+                Some(run) => view.fold_grouped_into_run(grouped, blocks, run)?,
+                None => view.fold_grouped(grouped, blocks)?,
             }
             fold_time = fold_started.elapsed();
             Ok(())
@@ -179,6 +156,90 @@ impl<'g> Writer<'g> {
             ms(fold_time),
             ms(total.saturating_sub(append_time + fold_time))
         );
+        Ok(spent)
+    }
+}
+
+impl Writer<'_> {
+    /// Fills in the key of each block: its session's id (the session is created if new) and
+    /// the turn id its turn will take, the session's next.
+    fn fill_keys(
+        &self,
+        view: &mut View<WriteSource<'_>>,
+        batch: &[(usize, PreparedTurn)],
+        ranks: &[u32],
+        blocks: &mut [NewBlock],
+    ) -> Result<(), crate::Error> {
+        let mut next: HashMap<usize, (u32, u32)> = HashMap::new();
+        for ((i, _), &rank) in batch.iter().zip(ranks) {
+            let (id, turn) = match next.entry(*i) {
+                Entry::Occupied(entry) => entry.into_mut(),
+                Entry::Vacant(entry) => {
+                    let (id, record) = ingest::session_for_write(view, &self.sessions[*i].0)?;
+                    entry.insert((id, record.turn_count))
+                }
+            };
+            if let Some(block) = blocks.get_mut(rank as usize) {
+                block.key = block_key(*id, *turn);
+            }
+            // Past the last turn id, adding the turn fails.
+            *turn = turn.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    /// Gates and stores the turns of a batch, each under the key [`fill_keys`](Self::fill_keys)
+    /// gave its block. Returns what the turns no longer need.
+    #[allow(clippy::too_many_arguments)]
+    fn add_turns(
+        &self,
+        view: &mut View<WriteSource<'_>>,
+        batch: Vec<(usize, PreparedTurn)>,
+        ranks: &[u32],
+        blocks: &[NewBlock],
+        grouped: &Grouped,
+        in_block_order: &[u32],
+        earlier: &[u32],
+    ) -> Result<Vec<ingest::Spent>, crate::Error> {
+        let mut spent = Vec::with_capacity(batch.len());
+        let mut current: Option<(usize, u32, SessionRecord)> = None;
+        let mut counted = earlier;
+        for (position, ((i, turn), &rank)) in (0u32..).zip(batch.into_iter().zip(ranks)) {
+            if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
+                if let Some((_, id, record)) = current.take() {
+                    view.put_session(id, &record)?;
+                }
+                let (name, title) = &self.sessions[i];
+                let (id, mut record) = ingest::session_for_write(view, name)?;
+                if record.source.is_none() {
+                    record.source = Some(self.source.clone());
+                    record.title.clone_from(title);
+                }
+                current = Some((i, id, record));
+            }
+            if let Some((_, id, record)) = current.as_mut() {
+                let (anchors, rest) = counted.split_at(turn.anchors().entries.len().min(counted.len()));
+                counted = rest;
+                // Turns of the batch before this one with an anchor it does not have.
+                let other = |hash: u64| {
+                    let before =
+                        |p: &&NewPosting| in_block_order.get(p.block as usize).is_some_and(|&q| q < position);
+                    grouped.group(hash).iter().filter(before).count() as u64
+                };
+                let earlier = ingest::EarlierInBatch { anchors, other: &other };
+                let (turn_id, turn_spent) = ingest::append_turn_to_fold(view, *id, record, turn, &earlier)?;
+                if blocks.get(rank as usize).is_none_or(|block| block.key != block_key(*id, turn_id)) {
+                    return Err(crate::store::Error::Corrupt {
+                        what: format!("turn {turn_id} of session {id} took another id than its postings"),
+                    }
+                    .into());
+                }
+                spent.push(turn_spent);
+            }
+        }
+        if let Some((_, id, record)) = current.take() {
+            view.put_session(id, &record)?;
+        }
         Ok(spent)
     }
 }

@@ -5,7 +5,9 @@
 //! turns' anchors: a bulk writer groups its next batch while the current one is written, so
 //! the writer only walks the groups.
 
-use super::keys::IdentityHashMap;
+use super::error::{Error, corrupt};
+use super::keys::{IdentityHashMap, split_block_key};
+use super::postings::Posting;
 
 /// One new posting: its block (an index into the fold's [`NewBlock`] table) and its term
 /// frequencies. Its anchor is its group's: twelve bytes, where a bulk batch has 1.6M of them.
@@ -141,6 +143,44 @@ impl Grouped {
         let starts = std::iter::once(0).chain(self.anchors.iter().map(|&(_, end)| end));
         self.anchors.iter().zip(starts).map(|(&(hash, end), start)| (hash, &self.postings[start..end]))
     }
+}
+
+/// Calls `f(session, list)` for each session's postings in `group`, in order, collected in
+/// `list` (a buffer the caller reuses); returns the number of lists. Each session's postings
+/// are consecutive in a group: the block table's order.
+pub(super) fn for_each_list(
+    group: &[NewPosting],
+    blocks: &[NewBlock],
+    list: &mut Vec<Posting>,
+    mut f: impl FnMut(u32, &[Posting]) -> Result<(), Error>,
+) -> Result<usize, Error> {
+    let posting_of = |p: &NewPosting| {
+        let block =
+            blocks.get(p.block as usize).ok_or_else(|| corrupt("fold input", "a block out of range"))?;
+        let (session, turn) = split_block_key(block.key);
+        let (tf_user, tf_assistant) = (p.tf_user, p.tf_assistant);
+        let (len_user, len_assistant) = (block.len_user, block.len_assistant);
+        Ok::<_, Error>((session, Posting { turn, tf_user, tf_assistant, len_user, len_assistant }))
+    };
+    let mut lists = 0;
+    let mut postings = group.iter();
+    let mut next = postings.next().map(posting_of).transpose()?;
+    while let Some((session, first)) = next {
+        list.clear();
+        list.push(first);
+        next = None;
+        for p in postings.by_ref() {
+            let (s, posting) = posting_of(p)?;
+            if s != session {
+                next = Some((s, posting));
+                break;
+            }
+            list.push(posting);
+        }
+        f(session, list)?;
+        lists += 1;
+    }
+    Ok(lists)
 }
 
 #[cfg(test)]

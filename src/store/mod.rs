@@ -60,7 +60,7 @@ pub use format::FORMAT_VERSION;
 pub use keys::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
 pub use postings::Posting;
-pub use runs::Merged;
+pub use runs::{Merged, NextRun, WrittenRun};
 pub use source_index::SourceIndex;
 pub use view::{
     CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,

@@ -24,15 +24,17 @@
 //! into the lists and removing sessions are refused while runs wait.
 
 use super::error::{Error, corrupt};
+use super::grouped::{Grouped, NewBlock, for_each_list};
 use super::keys::{list_range, posting_key, run_key, split_posting_key, split_run_key};
 use super::lists::PostingsTable;
 use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
-use super::run_file::RunReader;
+use super::run_file::{RunBytes, RunReader, RunSpan};
 use super::sorted::Gap;
 use redb::{AccessGuard, Range, ReadableTable};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::Bound;
+use std::path::PathBuf;
 
 /// What a merge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,6 +45,48 @@ pub struct Merged {
     pub lists: u64,
     /// Chunks stored.
     pub chunks: u64,
+}
+
+/// Where a bulk batch's run goes: its id, and the run file and offset after the recorded runs.
+/// Taken from the write transaction that records the run ([`super::View::next_run`]).
+#[derive(Debug, Clone)]
+pub struct NextRun {
+    pub(super) run: u32,
+    pub(super) path: PathBuf,
+    pub(super) offset: u64,
+}
+
+/// A run in the run file, for the transaction that took its [`NextRun`] to record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrittenRun {
+    pub(super) run: u32,
+    pub(super) span: RunSpan,
+    /// Lists (anchor, session) it holds.
+    pub(super) lists: usize,
+    /// Anchors and postings it holds, checked against the fold's.
+    pub(super) anchors: usize,
+    pub(super) postings: usize,
+}
+
+impl NextRun {
+    /// Encodes the postings of a batch, `grouped` by anchor with their `blocks` (keys filled
+    /// in), and writes them to the run file. Touches no table: a bulk writer runs it on a
+    /// thread of its own while it adds the batch's turns.
+    pub fn write(self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<WrittenRun, Error> {
+        let mut run = RunBytes::default();
+        let mut chunk = ChunkBuilder::new();
+        let mut list = Vec::new();
+        let mut lists = 0;
+        for (hash, group) in grouped.groups() {
+            run.start_entry(hash);
+            lists += for_each_list(group, blocks, &mut list, |session, list| {
+                push_list(run.value(), &mut chunk, session, list).map_err(|e| corrupt("pending postings", e))
+            })?;
+            run.finish_entry()?;
+        }
+        let span = run.append(&self.path, self.offset)?;
+        Ok(WrittenRun { run: self.run, span, lists, anchors: grouped.anchors(), postings: grouped.len() })
+    }
 }
 
 /// Appends one session's list of postings (in turn order) to an anchor's run value, through
@@ -366,7 +410,8 @@ mod tests {
             let slices: Vec<&[(u64, u32, u32)]> = entries.iter().map(|e| &e[..]).collect();
             let grouped = Grouped::by_anchor(&slices);
             if into_run {
-                view.fold_grouped_into_run(&grouped, &blocks)
+                let run = view.next_run()?.write(&grouped, &blocks)?;
+                view.fold_grouped_into_run(&grouped, &blocks, run)
             } else {
                 view.fold_grouped(&grouped, &blocks)
             }

@@ -6,13 +6,13 @@
 
 use super::cursor::PostingCursor;
 use super::error::{Error, corrupt};
-use super::grouped::{Grouped, NewBlock, NewPosting};
+use super::grouped::{Grouped, NewBlock, for_each_list};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::lists::ListWriter;
-use super::postings::{self, ChunkBuilder, Posting};
+use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
-use super::run_file::{self, RunBytes};
-use super::runs;
+use super::run_file;
+use super::runs::{NextRun, WrittenRun};
 use super::sorted;
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
@@ -509,12 +509,23 @@ impl View<WriteSource<'_>> {
         self.fold_to(grouped, blocks, FoldTarget::Postings)
     }
 
-    /// [`fold_grouped`](Self::fold_grouped) for a bulk import: the postings go to a new run
-    /// (see `super::runs`) instead of the lists, and stay out of reach of readers until
-    /// [`super::Store::merge_runs`].
-    pub fn fold_grouped_into_run(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
+    /// Where the next run of a bulk import goes (see [`NextRun::write`]).
+    pub fn next_run(&self) -> Result<NextRun, Error> {
         let (run, offset) = run_file::next_run(&self.tables.runs)?;
-        self.fold_to(grouped, blocks, FoldTarget::Run { run, offset })
+        Ok(NextRun { run, path: run_file::path_of(&self.path), offset })
+    }
+
+    /// [`fold_grouped`](Self::fold_grouped) for a bulk import whose postings are already in
+    /// `run`, written from the same `grouped` and `blocks` ([`NextRun::write`]): records the
+    /// run instead of writing the lists. Its postings stay out of reach of readers until
+    /// [`super::Store::merge_runs`].
+    pub fn fold_grouped_into_run(
+        &mut self,
+        grouped: &Grouped,
+        blocks: &[NewBlock],
+        run: WrittenRun,
+    ) -> Result<(), Error> {
+        self.fold_to(grouped, blocks, FoldTarget::Run(run))
     }
 
     fn fold_to(&mut self, grouped: &Grouped, blocks: &[NewBlock], target: FoldTarget) -> Result<(), Error> {
@@ -526,71 +537,31 @@ impl View<WriteSource<'_>> {
         if pending.blocks.is_empty() {
             return Ok(());
         }
-        if target == FoldTarget::Postings {
-            // Its lists would go before postings of earlier turns that wait in a run.
-            self.refuse_while_runs_wait()?;
-        }
-        // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
-        // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
-        let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
-        let posting_of = |p: &NewPosting| {
-            // `check_fold_input` saw every block index in range.
-            let block = &blocks[p.block as usize];
-            let (session, turn) = split_block_key(block.key);
-            let (tf_user, tf_assistant) = (p.tf_user, p.tf_assistant);
-            let (len_user, len_assistant) = (block.len_user, block.len_assistant);
-            (session, Posting { turn, tf_user, tf_assistant, len_user, len_assistant })
+        let lists = match target {
+            FoldTarget::Postings => {
+                // Its lists would go before postings of earlier turns that wait in a run.
+                self.refuse_while_runs_wait()?;
+                self.fold_into_lists(&pending, grouped, blocks)?
+            }
+            FoldTarget::Run(run) => {
+                let next = run_file::next_run(&self.tables.runs)?;
+                if next != (run.run, run.span.offset) {
+                    return Err(corrupt("posting runs", "a run written for another place in the run file"));
+                }
+                if (run.anchors, run.postings) != (grouped.anchors(), grouped.len()) {
+                    return Err(corrupt("posting runs", "a run written from other postings"));
+                }
+                self.tables.runs.insert(run.run, run.span.to_row())?;
+                run.lists
+            }
         };
-        let mut lists = 0usize;
-        let mut list: Vec<Posting> = Vec::new();
-        // The run's entries, one per anchor, written to the run file once the anchors are done.
-        let mut run = RunBytes::default();
-        let mut chunk = ChunkBuilder::new();
+        // Document frequency: one update per anchor.
         let mut new_df = IdentityHashMap::default();
         new_df.reserve(grouped.anchors());
         for (hash, group) in grouped.groups() {
-            if let FoldTarget::Run { .. } = target {
-                run.start_entry(hash);
-            }
-            // Each session's postings are consecutive (the block table's order).
-            let mut postings = group.iter().map(posting_of).peekable();
-            while let Some((session, first)) = postings.next() {
-                list.clear();
-                list.push(first);
-                while let Some((_, posting)) = postings.next_if(|(s, _)| *s == session) {
-                    list.push(posting);
-                }
-                match target {
-                    FoldTarget::Postings => {
-                        let table = &mut self.tables.postings;
-                        let mut writer = if fresh.binary_search(&session).is_ok() {
-                            ListWriter::new(hash, session)
-                        } else {
-                            ListWriter::continuing(table, hash, session)?
-                        };
-                        for posting in &list {
-                            writer.push(table, posting)?;
-                        }
-                        writer.finish(table)?;
-                    }
-                    FoldTarget::Run { .. } => {
-                        runs::push_list(run.value(), &mut chunk, session, &list)
-                            .map_err(|e| corrupt("pending postings", e))?;
-                    }
-                }
-                lists += 1;
-            }
-            if let FoldTarget::Run { .. } = target {
-                run.finish_entry()?;
-            }
-            // Document frequency: one update per anchor.
             let df = self.folded_df(hash)? + group.len() as u64;
             self.tables.terms.insert(hash, df)?;
             new_df.insert(hash, df);
-        }
-        if let FoldTarget::Run { run: id, offset } = target {
-            let span = run.append(&run_file::path_of(&self.path), offset)?;
-            self.tables.runs.insert(id, span.to_row())?;
         }
         // Only the folded anchors' frequencies changed; keeping just them bounds the cache
         // by one fold while the next batch of an import, which shares most of its anchors
@@ -606,6 +577,35 @@ impl View<WriteSource<'_>> {
         self.meta_dirty = true;
         log::debug!("folded {} turns into {lists} posting lists ({target:?})", pending.blocks.len());
         Ok(())
+    }
+
+    /// Appends the postings of `grouped` to their lists; returns the number of lists.
+    fn fold_into_lists(
+        &mut self,
+        pending: &PendingBlocks,
+        grouped: &Grouped,
+        blocks: &[NewBlock],
+    ) -> Result<usize, Error> {
+        // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
+        // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
+        let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
+        let table = &mut self.tables.postings;
+        let mut list = Vec::new();
+        let mut lists = 0;
+        for (hash, group) in grouped.groups() {
+            lists += for_each_list(group, blocks, &mut list, |session, list| {
+                let mut writer = if fresh.binary_search(&session).is_ok() {
+                    ListWriter::new(hash, session)
+                } else {
+                    ListWriter::continuing(table, hash, session)?
+                };
+                for posting in list {
+                    writer.push(table, posting)?;
+                }
+                writer.finish(table)
+            })?;
+        }
+        Ok(lists)
     }
 
     /// Runs wait only inside an import, or after a merge that failed in a process still
@@ -638,8 +638,8 @@ impl View<WriteSource<'_>> {
 enum FoldTarget {
     /// The posting lists readers see.
     Postings,
-    /// A run of an import: its id and where it starts in the run file.
-    Run { run: u32, offset: u64 },
+    /// A run of an import, written to the run file.
+    Run(WrittenRun),
 }
 
 /// The statistics of folded blocks as `meta` records them (what `verify` checks).
