@@ -462,7 +462,8 @@ mod tests {
     fn positions_follow_each_session_through_interleaved_lines() {
         let path = Path::new("log.jsonl");
         let mut positions = Positions::default();
-        let lines = [("a", Some(0)), ("a", None), ("b", Some(0)), ("a", Some(2)), ("c", None), ("b", Some(1))];
+        let lines =
+            [("a", Some(0)), ("a", None), ("b", Some(0)), ("a", Some(2)), ("c", None), ("b", Some(1))];
         let numbers: Vec<usize> = (1..)
             .zip(lines)
             .map(|(no, (session, turn))| positions.count(path, no, session, turn).unwrap_or(usize::MAX))

@@ -48,8 +48,9 @@ pub struct Merged {
 }
 
 /// Where a bulk batch's run goes: its id, and the run file and offset after the recorded runs.
-/// Taken from the write transaction that records the run ([`super::View::next_run`]).
-#[derive(Debug, Clone)]
+/// Taken from the write transaction that records the run ([`super::View::next_run`]), once:
+/// a second run written there would overwrite the first.
+#[derive(Debug)]
 pub struct NextRun {
     pub(super) run: u32,
     pub(super) path: PathBuf,
@@ -352,7 +353,7 @@ mod tests {
     use super::super::grouped::{Grouped, NewBlock};
     use super::super::records::{ForwardRecord, GateRecord, TurnRecord};
     use super::super::tables::{RUN_FILES, RUNS};
-    use super::super::{Store, StoreOptions, block_key, run_file};
+    use super::super::{Store, StoreOptions, View, WriteSource, block_key, run_file};
     use super::*;
     use redb::{ReadableDatabase, ReadableTableMetadata};
     use std::collections::BTreeSet;
@@ -378,37 +379,42 @@ mod tests {
         set.into_iter().collect()
     }
 
+    /// Adds `turns` (each session's in turn order) to be folded; returns their postings grouped
+    /// and their block table.
+    fn put_to_fold(
+        view: &mut View<WriteSource<'_>>,
+        turns: &[Turn],
+    ) -> Result<(Grouped, Vec<NewBlock>), Error> {
+        let gate = GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
+        let record = TurnRecord {
+            user: "u".into(),
+            assistant: "a".into(),
+            gate,
+            segment_start: 0,
+            time: None,
+            tools: vec![],
+        };
+        for (session, turn, hashes) in turns {
+            let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
+            let forward = ForwardRecord { len_user: hashes.len() as u32, len_assistant: 0, entries };
+            view.put_turn_to_fold(*session, *turn, &record, forward)?;
+        }
+        let mut ordered: Vec<&Turn> = turns.iter().collect();
+        ordered.sort_by_key(|(session, turn, _)| block_key(*session, *turn));
+        let blocks: Vec<NewBlock> = (ordered.iter())
+            .map(|(s, t, h)| NewBlock { key: block_key(*s, *t), len_user: h.len() as u32, len_assistant: 0 })
+            .collect();
+        let entries: Vec<Vec<(u64, u32, u32)>> =
+            ordered.iter().map(|(_, _, h)| h.iter().map(|&x| (x, 1, 0)).collect()).collect();
+        let slices: Vec<&[(u64, u32, u32)]> = entries.iter().map(|e| &e[..]).collect();
+        Ok((Grouped::by_anchor(&slices), blocks))
+    }
+
     /// Writes `turns` (each session's in turn order) in one transaction, folding their
     /// postings into the lists or into a run.
     fn write_batch(store: &Store, turns: &[Turn], into_run: bool) -> Result<(), Error> {
         store.write(|view| {
-            let gate = GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
-            let record = TurnRecord {
-                user: "u".into(),
-                assistant: "a".into(),
-                gate,
-                segment_start: 0,
-                time: None,
-                tools: vec![],
-            };
-            for (session, turn, hashes) in turns {
-                let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
-                let forward = ForwardRecord { len_user: hashes.len() as u32, len_assistant: 0, entries };
-                view.put_turn_to_fold(*session, *turn, &record, forward)?;
-            }
-            let mut ordered: Vec<&Turn> = turns.iter().collect();
-            ordered.sort_by_key(|(session, turn, _)| block_key(*session, *turn));
-            let blocks: Vec<NewBlock> = (ordered.iter())
-                .map(|(s, t, h)| NewBlock {
-                    key: block_key(*s, *t),
-                    len_user: h.len() as u32,
-                    len_assistant: 0,
-                })
-                .collect();
-            let entries: Vec<Vec<(u64, u32, u32)>> =
-                ordered.iter().map(|(_, _, h)| h.iter().map(|&x| (x, 1, 0)).collect()).collect();
-            let slices: Vec<&[(u64, u32, u32)]> = entries.iter().map(|e| &e[..]).collect();
-            let grouped = Grouped::by_anchor(&slices);
+            let (grouped, blocks) = put_to_fold(view, turns)?;
             if into_run {
                 let run = view.next_run()?.write(&grouped, &blocks)?;
                 view.fold_grouped_into_run(&grouped, &blocks, run)
@@ -602,6 +608,40 @@ mod tests {
         assert!(store.merge_runs().is_err());
         drop(store);
         assert!(temp_store(&dir).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn a_run_is_recorded_only_as_taken_and_for_what_it_was_written() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let (before, batches) = history();
+        let dir = tempfile::tempdir()?;
+        let store = temp_store(&dir)?;
+        write_batch(&store, &before, false)?;
+        write_batch(&store, &batches[0], true)?;
+        let runs_before = runs_left(&store)?;
+        // A run written from postings other than the fold's is refused, and so is taking a
+        // second run in one transaction; either leaves the index as it was.
+        let other: Vec<&[(u64, u32, u32)]> = vec![&[(1, 1, 0)]];
+        let other_blocks = [NewBlock { key: block_key(9, 0), len_user: 1, len_assistant: 0 }];
+        let err = store
+            .write(|view| -> Result<(), Error> {
+                let (grouped, blocks) = put_to_fold(view, &batches[1])?;
+                let run = view.next_run()?.write(&Grouped::by_anchor(&other), &other_blocks)?;
+                view.fold_grouped_into_run(&grouped, &blocks, run)
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("other postings"), "{err}");
+        let err = store.write(|view| view.next_run().and_then(|_| view.next_run())).unwrap_err();
+        assert!(err.to_string().contains("second run"), "{err}");
+        assert_eq!(runs_left(&store)?, runs_before);
+        // What the refused write left in the file after the recorded run is not read.
+        store.merge_runs()?;
+        let folded = tempfile::tempdir()?;
+        let reference = temp_store(&folded)?;
+        write_batch(&reference, &before, false)?;
+        write_batch(&reference, &batches[0], false)?;
+        assert_eq!(lists(&store)?, lists(&reference)?);
         Ok(())
     }
 

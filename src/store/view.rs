@@ -240,6 +240,8 @@ pub struct View<S: Source> {
     /// Folded document frequencies read in this view (a bulk import looks the same ones up
     /// for every turn). Cleared when a fold changes them.
     df_cache: Mutex<IdentityHashMap<u64, u64>>,
+    /// The run this transaction took ([`View::next_run`]) and has not recorded yet.
+    run_taken: Option<u32>,
 }
 
 impl<S: Source> View<S> {
@@ -265,6 +267,7 @@ impl<S: Source> View<S> {
             meta_dirty: false,
             unlogged: BTreeMap::new(),
             df_cache: Mutex::new(IdentityHashMap::default()),
+            run_taken: None,
         })
     }
 
@@ -509,9 +512,14 @@ impl View<WriteSource<'_>> {
         self.fold_to(grouped, blocks, FoldTarget::Postings)
     }
 
-    /// Where the next run of a bulk import goes (see [`NextRun::write`]).
-    pub fn next_run(&self) -> Result<NextRun, Error> {
+    /// Where the run of this transaction's bulk batch goes (see [`NextRun::write`]); once per
+    /// transaction.
+    pub fn next_run(&mut self) -> Result<NextRun, Error> {
+        if self.run_taken.is_some() {
+            return Err(corrupt("posting runs", "a second run taken in one transaction"));
+        }
         let (run, offset) = run_file::next_run(&self.tables.runs)?;
+        self.run_taken = Some(run);
         Ok(NextRun { run, path: run_file::path_of(&self.path), offset })
     }
 
@@ -544,9 +552,8 @@ impl View<WriteSource<'_>> {
                 self.fold_into_lists(&pending, grouped, blocks)?
             }
             FoldTarget::Run(run) => {
-                let next = run_file::next_run(&self.tables.runs)?;
-                if next != (run.run, run.span.offset) {
-                    return Err(corrupt("posting runs", "a run written for another place in the run file"));
+                if self.run_taken.take() != Some(run.run) {
+                    return Err(corrupt("posting runs", "a run not taken in this transaction"));
                 }
                 if (run.anchors, run.postings) != (grouped.anchors(), grouped.len()) {
                     return Err(corrupt("posting runs", "a run written from other postings"));
