@@ -43,6 +43,12 @@ impl PreparedTurn {
     pub fn anchors(&self) -> &ForwardRecord {
         &self.forward
     }
+
+    /// For each anchor of the user text (the gate's, in their order), its index among
+    /// [`anchors`](Self::anchors)' entries.
+    pub fn gate_anchor_entries(&self) -> impl ExactSizeIterator<Item = Option<usize>> + '_ {
+        self.user_anchors.iter().map(|a| self.forward.entries.binary_search_by_key(&a.hash, |e| e.0).ok())
+    }
 }
 
 /// The session named `name`, created if it does not exist.
@@ -85,25 +91,11 @@ pub fn append_turn_to_fold(
 /// part of a document frequency that the write view does not count for such turns (see
 /// `View::put_turn_to_fold`). The writer counts them as it groups the batch.
 pub struct EarlierInBatch<'b> {
-    /// One count per entry of the turn's [`PreparedTurn::anchors`], in their order.
-    pub anchors: &'b [u32],
-    /// The count of a hash that is not one of the turn's anchors (the gate's fallback anchor).
+    /// One count per anchor of the turn's user text, in the order of
+    /// [`PreparedTurn::gate_anchor_entries`]; `u32::MAX` for one it has no entry of.
+    pub gate_anchors: &'b [u32],
+    /// The count of any hash (the gate's fallback anchor is not among the turn's anchors).
     pub other: &'b dyn Fn(u64) -> u64,
-}
-
-impl EarlierInBatch<'_> {
-    fn count(&self, forward: &ForwardRecord, hash: u64) -> Result<u64> {
-        if self.anchors.len() != forward.entries.len() {
-            return Err(Error::InvalidInput {
-                what: "batch",
-                reason: "counts of another turn's anchors".into(),
-            });
-        }
-        Ok(match forward.entries.binary_search_by_key(&hash, |e| e.0) {
-            Ok(i) => u64::from(self.anchors[i]),
-            Err(_) => (self.other)(hash),
-        })
-    }
 }
 
 /// What adding a turn used and no longer needs.
@@ -142,7 +134,24 @@ fn append(
             pipeline::gate_hashed(view, &session, turn_id, text, anchors, filter, |hash| Ok(view.df(hash)?))?
         }
         Pending::FoldInTransaction(earlier) => {
-            let df = |hash| Ok(view.folded_df(hash)? + earlier.count(&turn.forward, hash)?);
+            if earlier.gate_anchors.len() != anchors.len() {
+                return Err(Error::InvalidInput {
+                    what: "batch",
+                    reason: "counts of another turn's anchors".into(),
+                });
+            }
+            // The gate asks for its anchors' frequencies in their order, then maybe for its
+            // fallback anchor's: the counts are read in step, without a search of the turn's
+            // entries (which another thread wrote, so each probe missed the cache). A hash
+            // out of step is counted from the batch.
+            let mut in_step = anchors.iter().zip(earlier.gate_anchors);
+            let df = |hash| {
+                let count = match in_step.next() {
+                    Some((anchor, &count)) if anchor.hash == hash && count != u32::MAX => u64::from(count),
+                    _ => (earlier.other)(hash),
+                };
+                Ok(view.folded_df(hash)? + count)
+            };
             pipeline::gate_hashed(view, &session, turn_id, text, anchors, filter, df)?
         }
     };

@@ -218,7 +218,8 @@ impl Writer<'_> {
                 current = Some((i, id, record));
             }
             if let Some((_, id, record)) = current.as_mut() {
-                let (anchors, rest) = counted.split_at(turn.anchors().entries.len().min(counted.len()));
+                let (gate_anchors, rest) =
+                    counted.split_at(turn.gate_anchor_entries().len().min(counted.len()));
                 counted = rest;
                 // Turns of the batch before this one with an anchor it does not have.
                 let other = |hash: u64| {
@@ -226,7 +227,7 @@ impl Writer<'_> {
                         |p: &&NewPosting| in_block_order.get(p.block as usize).is_some_and(|&q| q < position);
                     grouped.group(hash).iter().filter(before).count() as u64
                 };
-                let earlier = ingest::EarlierInBatch { anchors, other: &other };
+                let earlier = ingest::EarlierInBatch { gate_anchors, other: &other };
                 let (turn_id, turn_spent) = ingest::append_turn_to_fold(view, *id, record, turn, &earlier)?;
                 if blocks.get(rank as usize).is_none_or(|block| block.key != block_key(*id, turn_id)) {
                     return Err(crate::store::Error::Corrupt {
@@ -253,8 +254,8 @@ struct PreparedBatch {
     ranks: Vec<u32>,
     /// The inverse of `ranks`: each block's turn.
     in_block_order: Vec<u32>,
-    /// For each anchor of each turn, in order: how many turns of the batch before it have it
-    /// (`Grouped::counting`).
+    /// For each gate anchor of each turn (`PreparedTurn::gate_anchor_entries`), in order: how
+    /// many turns of the batch before it have it (`Grouped::counting`).
     earlier: Vec<u32>,
     /// The fold's block table: the batch in session order (each session's turns consecutive,
     /// in file order). The writer fills in the keys as it assigns turn ids.
@@ -292,6 +293,16 @@ fn prepare(batch: Batch) -> PreparedBatch {
     }
     let entries: Vec<&[(u64, u32, u32)]> =
         turns.iter().map(|(_, turn)| &turn.anchors().entries[..]).collect();
-    let (grouped, earlier) = Grouped::counting(&entries, &order);
+    let (grouped, counts) = Grouped::counting(&entries, &order);
+    // The gate's anchors' counts, picked out of all the anchors' while this side's caches hold
+    // them.
+    let starts: Vec<usize> =
+        entries.iter().scan(0, |start, e| Some(std::mem::replace(start, *start + e.len()))).collect();
+    let earlier: Vec<u32> = (turns.par_iter().zip(starts))
+        .flat_map_iter(|((_, turn), start)| {
+            let counts = &counts;
+            turn.gate_anchor_entries().map(move |i| i.map_or(u32::MAX, |i| counts[start + i]))
+        })
+        .collect();
     PreparedBatch { turns, ranks, in_block_order: order, blocks, grouped, earlier }
 }
