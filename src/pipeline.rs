@@ -119,10 +119,17 @@ fn decide<S: Source>(
     let mut kept: Vec<(u64, f64)> = Vec::with_capacity(weights.len());
     kept.extend(weights.iter().copied().filter(|(hash, _)| filter.keeps(*hash)));
     let weights = kept;
+    // Which weights the window has, by walking both in hash order: a search of a window turn
+    // for each weight missed the cache at most of its probes (a bulk writer's turns come from
+    // another thread).
+    let mut in_window = vec![false; weights.len()];
+    for turn in &window {
+        turn.mark(&weights, &mut in_window);
+    }
     gate::decide(
         text,
         &weights,
-        |hash| window.iter().any(|turn| turn.contains(hash)),
+        |hash| weights.binary_search_by_key(&hash, |w| w.0).is_ok_and(|i| in_window[i]),
         || previous_asks(view, session, as_of),
     )
 }
@@ -142,10 +149,23 @@ enum WindowTurn<'v> {
 }
 
 impl WindowTurn<'_> {
-    fn contains(&self, hash: u64) -> bool {
+    /// Sets `marks[i]` when the turn has the anchor of `weights[i]`; `weights` ascend by hash.
+    fn mark(&self, weights: &[(u64, f64)], marks: &mut [bool]) {
         match self {
-            WindowTurn::Pending(forward) => forward.get(hash).is_some(),
-            WindowTurn::Folded(hashes) => hashes.binary_search(&hash).is_ok(),
+            WindowTurn::Pending(forward) => mark_sorted(forward.entries.iter().map(|e| e.0), weights, marks),
+            WindowTurn::Folded(hashes) => mark_sorted(hashes.iter().copied(), weights, marks),
+        }
+    }
+}
+
+/// [`WindowTurn::mark`] for a turn's hashes in ascending order (repeats allowed): one merge.
+fn mark_sorted(hashes: impl Iterator<Item = u64>, weights: &[(u64, f64)], marks: &mut [bool]) {
+    debug_assert!(weights.windows(2).all(|w| w[0].0 < w[1].0), "weights ascend by hash");
+    let mut hashes = hashes.peekable();
+    for (&(hash, _), mark) in weights.iter().zip(marks) {
+        while hashes.next_if(|&h| h < hash).is_some() {}
+        if hashes.peek() == Some(&hash) {
+            *mark = true;
         }
     }
 }
@@ -520,5 +540,19 @@ mod tests {
         let mut tight = [offer(3, 0b011), Offer { tokens: 500, ..offer(12, 0b001) }];
         topic_first(&mut tight, 10, 100);
         assert_eq!(tight[0].covers, 0b011);
+    }
+
+    #[test]
+    fn a_window_turn_marks_the_weights_it_has() {
+        let weights = [(2, 1.0), (5, 1.0), (9, 1.0), (u64::MAX, 1.0)];
+        let mut marks = [false; 4];
+        // Repeats (a folded turn's hashes of both sides), and hashes between and past the weights.
+        mark_sorted([1, 2, 2, 6, 9, 9, 10].into_iter(), &weights, &mut marks);
+        assert_eq!(marks, [true, false, true, false]);
+        mark_sorted([5, u64::MAX].into_iter(), &weights, &mut marks);
+        assert_eq!(marks, [true, true, true, true], "marks add up over the window's turns");
+        let mut none = [false; 4];
+        mark_sorted(std::iter::empty(), &weights, &mut none);
+        assert_eq!(none, [false; 4]);
     }
 }
