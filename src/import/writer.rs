@@ -4,8 +4,9 @@
 //! of its postings by anchor) on a scoped thread while the calling thread writes the current
 //! one (gate, store, fold, commit). Under `rayon::join` the writer took one of the pool's
 //! workers, leaving the extraction one; now the pool keeps both and the OS shares the cores
-//! among the three threads. A file longer than a batch folds each batch into a run of
-//! postings and merges the runs into the lists at its end.
+//! among the three threads. A file longer than a batch writes each batch's postings as a run
+//! (encoded, written and synced by a fourth thread while the turns are gated and stored) and
+//! merges the runs into the lists at its end.
 //!
 //! Grouping a batch also counts, for each anchor of each turn, the turns of the batch before it
 //! that have it: the part of the gate's document frequencies the write view would otherwise
@@ -116,7 +117,7 @@ impl<'g> Writer<'g> {
     /// frees a fifth of the import's time).
     fn write_batch(&self, batch: PreparedBatch, into_run: bool) -> Result<Vec<ingest::Spent>, crate::Error> {
         let started = Instant::now();
-        let PreparedBatch { turns: batch, ranks, mut blocks, grouped, in_block_order, earlier } = batch;
+        let PreparedBatch { turns: batch, mut layout } = batch;
         let turns = batch.len();
         // Where the writer's time goes: adding the turns (gate, rows), the fold, the commit.
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
@@ -125,15 +126,15 @@ impl<'g> Writer<'g> {
             // Turns added one at a time and not folded yet go first: the batch's fold takes
             // exactly the batch.
             view.fold()?;
-            self.fill_keys(view, &batch, &ranks, &mut blocks)?;
+            self.fill_keys(view, &batch, &mut layout)?;
             let next_run = if into_run { Some(view.next_run()?) } else { None };
-            let blocks = &blocks;
-            let grouped = &grouped;
+            let layout = &layout;
+            let (grouped, blocks) = (&layout.grouped, &layout.blocks[..]);
             let run = std::thread::scope(|scope| -> Result<_, crate::Error> {
                 // The run needs only the grouped postings and the keys: it is encoded and
                 // written (and synced) on a thread of its own while the turns are added.
                 let writing = next_run.map(|next| scope.spawn(move || next.write(grouped, blocks)));
-                let added = self.add_turns(view, batch, &ranks, blocks, grouped, &in_block_order, &earlier);
+                let added = self.add_turns(view, batch, layout);
                 let run = writing.map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
                 spent = added?;
                 Ok(run.transpose()?)
@@ -167,11 +168,10 @@ impl Writer<'_> {
         &self,
         view: &mut View<WriteSource<'_>>,
         batch: &[(usize, PreparedTurn)],
-        ranks: &[u32],
-        blocks: &mut [NewBlock],
+        layout: &mut Layout,
     ) -> Result<(), crate::Error> {
         let mut next: HashMap<usize, (u32, u32)> = HashMap::new();
-        for ((i, _), &rank) in batch.iter().zip(ranks) {
+        for ((i, _), &rank) in batch.iter().zip(&layout.ranks) {
             let (id, turn) = match next.entry(*i) {
                 Entry::Occupied(entry) => entry.into_mut(),
                 Entry::Vacant(entry) => {
@@ -179,7 +179,7 @@ impl Writer<'_> {
                     entry.insert((id, record.turn_count))
                 }
             };
-            if let Some(block) = blocks.get_mut(rank as usize) {
+            if let Some(block) = layout.blocks.get_mut(rank as usize) {
                 block.key = block_key(*id, *turn);
             }
             // Past the last turn id, adding the turn fails.
@@ -190,20 +190,16 @@ impl Writer<'_> {
 
     /// Gates and stores the turns of a batch, each under the key [`fill_keys`](Self::fill_keys)
     /// gave its block. Returns what the turns no longer need.
-    #[allow(clippy::too_many_arguments)]
     fn add_turns(
         &self,
         view: &mut View<WriteSource<'_>>,
         batch: Vec<(usize, PreparedTurn)>,
-        ranks: &[u32],
-        blocks: &[NewBlock],
-        grouped: &Grouped,
-        in_block_order: &[u32],
-        earlier: &[u32],
+        layout: &Layout,
     ) -> Result<Vec<ingest::Spent>, crate::Error> {
+        let Layout { ranks, in_block_order, earlier, blocks, grouped } = layout;
         let mut spent = Vec::with_capacity(batch.len());
         let mut current: Option<(usize, u32, SessionRecord)> = None;
-        let mut counted = earlier;
+        let mut counted = &earlier[..];
         for (position, ((i, turn), &rank)) in (0u32..).zip(batch.into_iter().zip(ranks)) {
             if current.as_ref().is_none_or(|(c, _, _)| *c != i) {
                 if let Some((_, id, record)) = current.take() {
@@ -250,6 +246,13 @@ impl Writer<'_> {
 #[derive(Default)]
 struct PreparedBatch {
     turns: Vec<(usize, PreparedTurn)>,
+    layout: Layout,
+}
+
+/// Where a batch's turns and postings go: its block table, its postings grouped by anchor and
+/// the gate's counts of the batch.
+#[derive(Default)]
+struct Layout {
     /// Each turn's index in `blocks`.
     ranks: Vec<u32>,
     /// The inverse of `ranks`: each block's turn.
@@ -258,7 +261,8 @@ struct PreparedBatch {
     /// many turns of the batch before it have it (`Grouped::counting`).
     earlier: Vec<u32>,
     /// The fold's block table: the batch in session order (each session's turns consecutive,
-    /// in file order). The writer fills in the keys as it assigns turn ids.
+    /// in file order). The writer fills in the keys (`Writer::fill_keys`) before it adds the
+    /// turns.
     blocks: Vec<NewBlock>,
     grouped: Grouped,
 }
@@ -304,5 +308,5 @@ fn prepare(batch: Batch) -> PreparedBatch {
             turn.gate_anchor_entries().map(move |i| i.map_or(u32::MAX, |i| counts[start + i]))
         })
         .collect();
-    PreparedBatch { turns, ranks, in_block_order: order, blocks, grouped, earlier }
+    PreparedBatch { turns, layout: Layout { ranks, in_block_order: order, earlier, blocks, grouped } }
 }

@@ -582,7 +582,11 @@ impl View<WriteSource<'_>> {
         self.meta.folded_len_assistant += pending.len_assistant;
         self.meta.folded_postings += pending.postings;
         self.meta_dirty = true;
-        log::debug!("folded {} turns into {lists} posting lists ({target:?})", pending.blocks.len());
+        let into = match target {
+            FoldTarget::Postings => "the lists".to_string(),
+            FoldTarget::Run(run) => format!("run {}", run.run),
+        };
+        log::debug!("folded {} turns into {lists} posting lists ({into})", pending.blocks.len());
         Ok(())
     }
 
