@@ -459,17 +459,32 @@ mod tests {
         (before, imported.chunks(200).map(<[Turn]>::to_vec).collect())
     }
 
-    #[test]
-    fn runs_merged_give_the_lists_a_fold_of_each_batch_gives() -> Result<(), Box<dyn std::error::Error>> {
-        let (before, batches) = history();
-        let (dir_folded, dir_runs) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    /// Two indexes given the same turns: `before` folded into both, then `batches` folded into
+    /// the lists of the first (`folded`) and written as runs to the second (`runs`).
+    struct FoldedAndRuns {
+        dir_folded: tempfile::TempDir,
+        folded: Store,
+        dir_runs: tempfile::TempDir,
+        runs: Store,
+    }
+
+    fn folded_and_runs(before: &[Turn], batches: &[Vec<Turn>]) -> Result<FoldedAndRuns, Error> {
+        let tmp = |e: std::io::Error| Error::Io { path: "tempdir".into(), source: e };
+        let (dir_folded, dir_runs) = (tempfile::tempdir().map_err(tmp)?, tempfile::tempdir().map_err(tmp)?);
         let (folded, runs) = (temp_store(&dir_folded)?, temp_store(&dir_runs)?);
-        write_batch(&folded, &before, false)?;
-        write_batch(&runs, &before, false)?;
-        for batch in &batches {
+        write_batch(&folded, before, false)?;
+        write_batch(&runs, before, false)?;
+        for batch in batches {
             write_batch(&folded, batch, false)?;
             write_batch(&runs, batch, true)?;
         }
+        Ok(FoldedAndRuns { dir_folded, folded, dir_runs, runs })
+    }
+
+    #[test]
+    fn runs_merged_give_the_lists_a_fold_of_each_batch_gives() -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let FoldedAndRuns { dir_runs, folded, runs, .. } = folded_and_runs(&before, &batches)?;
         // Before the merge, statistics are complete and the runs hold the postings.
         assert_eq!(runs.read()?.corpus_stats(), folded.read()?.corpus_stats());
         assert!(runs_left(&runs)? > 0);
@@ -503,21 +518,15 @@ mod tests {
     fn runs_left_by_a_killed_import_are_merged_when_the_index_opens() -> Result<(), Box<dyn std::error::Error>>
     {
         let (before, batches) = history();
-        let (dir_folded, dir_runs) = (tempfile::tempdir()?, tempfile::tempdir()?);
-        let folded = temp_store(&dir_folded)?;
-        write_batch(&folded, &before, false)?;
+        let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs, runs } =
+            folded_and_runs(&before, &batches[..2])?;
         {
-            let runs = temp_store(&dir_runs)?;
-            write_batch(&runs, &before, false)?;
-            for batch in &batches[..2] {
-                write_batch(&folded, batch, false)?;
-                write_batch(&runs, batch, true)?;
-            }
             // A fold into the lists now would put postings before older ones in the runs, and
             // a merge after removing a session would bring its postings back.
             assert!(write_batch(&runs, &batches[2], false).is_err());
             assert!(runs.write(|view| view.remove_sessions(&[1], |_| (0, 0))).is_err());
-        } // closed without a merge, as a killed import leaves it
+            drop(runs); // closed without a merge, as a killed import leaves it
+        }
         let reopened = temp_store(&dir_runs)?;
         assert_eq!(runs_left(&reopened)?, 0);
         assert_eq!(lists(&reopened)?, lists(&folded)?);
@@ -532,16 +541,9 @@ mod tests {
     fn runs_an_older_ctxgate_left_in_the_table_are_merged_when_the_index_opens()
     -> Result<(), Box<dyn std::error::Error>> {
         let (before, batches) = history();
-        let (dir_folded, dir_runs) = (tempfile::tempdir()?, tempfile::tempdir()?);
-        let folded = temp_store(&dir_folded)?;
-        write_batch(&folded, &before, false)?;
+        let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs, runs } =
+            folded_and_runs(&before, &batches)?;
         {
-            let runs = temp_store(&dir_runs)?;
-            write_batch(&runs, &before, false)?;
-            for batch in &batches {
-                write_batch(&folded, batch, false)?;
-                write_batch(&runs, batch, true)?;
-            }
             // Moved from the file to `posting_runs`, keyed as such a build wrote them.
             let file = run_file::path_of(&dir_runs.path().join("index.redb"));
             let txn = runs.db.begin_write()?;
@@ -561,6 +563,7 @@ mod tests {
             txn.commit()?;
             std::fs::remove_file(&file)?;
         }
+        drop(runs);
         let reopened = temp_store(&dir_runs)?;
         assert_eq!(lists(&reopened)?, lists(&folded)?);
         let read = reopened.db.begin_read()?;
