@@ -66,6 +66,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The run file of an interrupted import, which the index records runs in, is gone.
+    #[error("{} is missing: it holds the postings of an import that was interrupted; put it back beside the index, or import into a new index", .path.display())]
+    RunsMissing {
+        /// The run file.
+        path: PathBuf,
+    },
     /// The database engine failed.
     #[error("index database error")]
     Database(#[source] redb::Error),
@@ -80,7 +86,7 @@ impl Error {
             Error::TooNew { .. } => "needs_upgrade",
             Error::NeedsRebuild { .. } => "needs_rebuild",
             Error::Busy { .. } => "busy",
-            Error::Corrupt { .. } => "corrupt",
+            Error::Corrupt { .. } | Error::RunsMissing { .. } => "corrupt",
             Error::Database(_) => "database",
         }
     }

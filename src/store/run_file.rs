@@ -150,7 +150,10 @@ impl RunReader {
     /// Opens run `run`, recorded at `span` of the file at `path`.
     pub fn open(path: &Path, run: u32, span: RunSpan) -> Result<Self, Error> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
-        let mut file = File::open(path).map_err(io)?;
+        let mut file = File::open(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::RunsMissing { path: path.to_path_buf() },
+            _ => io(e),
+        })?;
         let end = span.end()?;
         let file_len = file.metadata().map_err(io)?.len();
         if file_len < end {

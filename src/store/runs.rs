@@ -606,11 +606,13 @@ mod tests {
         assert_eq!(lists(&store)?, lists_before);
         assert_eq!(runs_left(&store)?, runs_before);
         assert!(file.exists(), "the runs stay for another try");
-        // Without its file, the runs are refused, and the index does not open.
+        // Without its file, the runs are refused, and the index does not open: the error
+        // names the file and what to do.
         std::fs::remove_file(&file)?;
         assert!(store.merge_runs().is_err());
         drop(store);
-        assert!(temp_store(&dir).is_err());
+        let err = temp_store(&dir).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("index.redb.runs is missing") && err.contains("put it back"), "{err}");
         Ok(())
     }
 
