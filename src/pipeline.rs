@@ -160,7 +160,7 @@ impl WindowTurn<'_> {
 
 /// [`WindowTurn::mark`] for a turn's hashes in ascending order (repeats allowed): one merge.
 fn mark_sorted(hashes: impl Iterator<Item = u64>, weights: &[(u64, f64)], marks: &mut [bool]) {
-    debug_assert!(weights.windows(2).all(|w| w[0].0 < w[1].0), "weights ascend by hash");
+    debug_assert!(weights.windows(2).all(|w| w[0].0 <= w[1].0), "weights ascend by hash");
     let mut hashes = hashes.peekable();
     for (&(hash, _), mark) in weights.iter().zip(marks) {
         while hashes.next_if(|&h| h < hash).is_some() {}

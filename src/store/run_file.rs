@@ -196,10 +196,10 @@ impl RunReader {
             return Err(self.damaged("an entry runs past its end"));
         }
         self.value.resize(len as usize, 0);
-        let mut value = std::mem::take(&mut self.value);
-        let read = self.read(&mut value);
-        self.value = value;
-        read?;
+        self.reader
+            .read_exact(&mut self.value)
+            .map_err(|source| Error::Io { path: self.path.clone(), source })?;
+        self.left -= len;
         self.checksum = next_checksum(self.checksum, hash, &self.value);
         self.previous = Some(hash);
         Ok(Some(hash))
