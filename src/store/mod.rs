@@ -187,8 +187,10 @@ impl Store {
                     Some(table) => runs::RunCursor::table_runs(table)?,
                     None => Vec::new(),
                 };
+                let side_by_side = spans.len();
                 for (run, span) in spans {
-                    cursors.push(runs::RunCursor::File(run_file::RunReader::open(&file, run, span)?));
+                    let reader = run_file::RunReader::open(&file, run, span, side_by_side)?;
+                    cursors.push(runs::RunCursor::File(reader));
                 }
                 runs::read_lists(cursors, |lists| sender.send(lists).is_ok())
             });

@@ -28,9 +28,15 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 /// Bytes of an entry's header: hash and value length.
 const HEADER: usize = 12;
 
-/// Read buffer of each run in a merge, which reads them all side by side: 62 runs of a
-/// million-turn import take 8 MB.
-const READ_BUFFER: usize = 128 * 1024;
+/// Read buffers of all the runs a merge reads side by side, shared among them (62 runs of a
+/// million-turn import fill it), so that a merge's memory does not grow with the number of
+/// runs: each gets its share, between 8 KiB and 128 KiB.
+const READ_BUDGET: usize = 8 << 20;
+
+/// The read buffer of each of `side_by_side` runs.
+fn read_buffer(side_by_side: usize) -> usize {
+    (READ_BUDGET / side_by_side.max(1)).clamp(8 << 10, 128 << 10)
+}
 
 /// Where one run lies in the file, and the checksum of its entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,8 +153,9 @@ pub(super) struct RunReader {
 }
 
 impl RunReader {
-    /// Opens run `run`, recorded at `span` of the file at `path`.
-    pub fn open(path: &Path, run: u32, span: RunSpan) -> Result<Self, Error> {
+    /// Opens run `run`, recorded at `span` of the file at `path`, to be read beside
+    /// `side_by_side - 1` others (which share the read budget).
+    pub fn open(path: &Path, run: u32, span: RunSpan, side_by_side: usize) -> Result<Self, Error> {
         let io = |source| Error::Io { path: path.to_path_buf(), source };
         let mut file = File::open(path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Error::RunsMissing { path: path.to_path_buf() },
@@ -166,7 +173,7 @@ impl RunReader {
         Ok(RunReader {
             path: path.to_path_buf(),
             run,
-            reader: BufReader::with_capacity(READ_BUFFER, file.take(span.len)),
+            reader: BufReader::with_capacity(read_buffer(side_by_side), file.take(span.len)),
             span,
             left: span.len,
             checksum: 0,
@@ -239,12 +246,20 @@ mod tests {
     }
 
     fn read_all(path: &Path, run: u32, span: RunSpan) -> Result<Vec<(u64, Vec<u8>)>, Error> {
-        let mut reader = RunReader::open(path, run, span)?;
+        let mut reader = RunReader::open(path, run, span, 1)?;
         let mut out = Vec::new();
         while let Some(hash) = reader.advance()? {
             out.push((hash, reader.value().to_vec()));
         }
         Ok(out)
+    }
+
+    #[test]
+    fn runs_read_side_by_side_share_the_read_budget() {
+        assert_eq!(read_buffer(1), 128 << 10, "a few runs get the largest buffer");
+        assert!(62 * read_buffer(62) <= READ_BUDGET, "a million-turn import's runs fit the budget");
+        assert!(500 * read_buffer(500) <= READ_BUDGET);
+        assert_eq!(read_buffer(100_000), 8 << 10, "never below the smallest useful read");
     }
 
     #[test]
@@ -290,7 +305,7 @@ mod tests {
         // A file cut short.
         let span = run_of(&[(1, b"one"), (2, b"two")])?.append(&path, 0)?;
         File::options().write(true).open(&path).and_then(|f| f.set_len(span.len - 1)).map_err(io)?;
-        let err = RunReader::open(&path, 0, span).err().map(|e| e.to_string()).unwrap_or_default();
+        let err = RunReader::open(&path, 0, span, 1).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("before the run's end"), "{err}");
         // A span that claims more than its entries hold.
         let span = run_of(&[(1, b"one")])?.append(&path, 0)?;

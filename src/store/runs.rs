@@ -553,7 +553,7 @@ mod tests {
                     .collect::<Result<_, _>>()?;
                 let mut table = txn.open_table(RUNS)?;
                 for (run, span) in spans {
-                    let mut reader = RunReader::open(&file, run, span)?;
+                    let mut reader = RunReader::open(&file, run, span, 1)?;
                     while let Some(hash) = reader.advance()? {
                         table.insert(run_key(run, hash), reader.value())?;
                     }
