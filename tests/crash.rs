@@ -124,6 +124,55 @@ fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     Ok(())
 }
 
+#[test]
+fn an_interrupted_import_whose_run_file_is_lost_is_recovered_by_rebuild() -> TestResult {
+    let env = TestEnv::new()?;
+    // Eight batches of `ctxgate::import::BATCH_TURNS`: the kill lands after the second run.
+    let log =
+        write_service_log(&env, "big.jsonl", 8 * ctxgate::import::BATCH_TURNS, |i| format!("s{}", i % 3))?;
+    let runs = env.dir.path().join("index.redb.runs");
+    assert!(env.db.ends_with("index.redb"), "the run file is named after the index");
+    let mut child = ctxgate().arg("--db").arg(&env.db).arg("import").arg(&log).spawn()?;
+    // A batch's run is written before its commit, and the next one only after: once the run
+    // file has grown twice, the first run is recorded in the index.
+    let (started, mut sizes) = (Instant::now(), Vec::new());
+    while sizes.len() < 2 && started.elapsed() < Duration::from_secs(60) && child.try_wait()?.is_none() {
+        let size = std::fs::metadata(&runs).map(|m| m.len()).unwrap_or(0);
+        if size > 0 && sizes.last() != Some(&size) {
+            sizes.push(size);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill()?;
+    assert_eq!(child.wait()?.code(), None, "the import finished before it could be killed: grow the log");
+    assert_eq!(sizes.len(), 2, "the run file never grew twice");
+
+    // A twin with its run file answers as the import left it (its runs merged when it opens).
+    let twin = TestEnv::new()?;
+    std::fs::copy(&env.db, &twin.db)?;
+    std::fs::copy(&runs, twin.dir.path().join("index.redb.runs"))?;
+    let answers = |env: &TestEnv| -> TestResult<Vec<String>> {
+        let mut out = vec![env.run(["--json", "sessions"])?.ok()?.stdout];
+        for q in ["service_7 time out", "worker_3 lock", "retry_policy_5"] {
+            out.push(env.run(["--json", "search", q])?.ok()?.stdout);
+        }
+        Ok(out)
+    };
+    let expected = answers(&twin)?;
+    assert!(twin.stats()?.turns >= ctxgate::import::BATCH_TURNS as u64);
+
+    std::fs::remove_file(&runs)?;
+    let refused = env.run(["stats"])?.expect_code(3)?;
+    assert!(
+        refused.stderr.contains("index.redb.runs is missing") && refused.stderr.contains("ctxgate rebuild"),
+        "{refused:#?}"
+    );
+    env.run(["rebuild"])?.ok()?;
+    assert_eq!(env.run(["verify"])?.code, Some(0));
+    assert_eq!(answers(&env)?, expected, "the rebuild derives the lost runs' postings again");
+    Ok(())
+}
+
 /// Writes `turns` turns about services and workers as canonical JSONL to `name` in the test's
 /// directory, turn `i` in session `session(i)`, and imports it.
 fn import_service_log(
@@ -132,6 +181,19 @@ fn import_service_log(
     turns: usize,
     session: impl Fn(usize) -> String,
 ) -> TestResult {
+    let log = write_service_log(env, name, turns, session)?;
+    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    Ok(())
+}
+
+/// Writes `turns` turns about services and workers as canonical JSONL to `name` in the test's
+/// directory, turn `i` in session `session(i)`.
+fn write_service_log(
+    env: &TestEnv,
+    name: &str,
+    turns: usize,
+    session: impl Fn(usize) -> String,
+) -> TestResult<std::path::PathBuf> {
     let log = env.dir.path().join(name);
     let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
     for i in 0..turns {
@@ -142,9 +204,8 @@ fn import_service_log(
         });
         writeln!(out, "{line}")?;
     }
-    drop(out);
-    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
-    Ok(())
+    out.flush()?;
+    Ok(log)
 }
 
 /// Runs `ctxgate COMMAND` on the index and sends it SIGKILL after `delay_ms`; true if the kill

@@ -67,7 +67,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The run file of an interrupted import, which the index records runs in, is gone.
-    #[error("{} is missing: it holds the postings of an import that was interrupted; put it back beside the index, or import into a new index", .path.display())]
+    #[error("{} is missing: it holds the postings of an import that was interrupted; put it back beside the index, or run `ctxgate rebuild` to derive them again from the stored turns", .path.display())]
     RunsMissing {
         /// The run file.
         path: PathBuf,
@@ -84,9 +84,9 @@ impl Error {
             Error::MissingDirectory { .. } | Error::Io { .. } => "io",
             Error::NotAnIndex { .. } => "not_an_index",
             Error::TooNew { .. } => "needs_upgrade",
-            Error::NeedsRebuild { .. } => "needs_rebuild",
+            Error::NeedsRebuild { .. } | Error::RunsMissing { .. } => "needs_rebuild",
             Error::Busy { .. } => "busy",
-            Error::Corrupt { .. } | Error::RunsMissing { .. } => "corrupt",
+            Error::Corrupt { .. } => "corrupt",
             Error::Database(_) => "database",
         }
     }
