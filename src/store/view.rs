@@ -18,7 +18,7 @@ use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 /// The table types a [`View`] reads through: read-only snapshots or a write transaction.
 pub trait Source {
@@ -562,20 +562,31 @@ impl View<WriteSource<'_>> {
                 run.lists
             }
         };
-        // Document frequency: one update per anchor.
+        // Document frequency: one update per anchor. One this view has not read yet is read
+        // by the insert that stores it: a new anchor (most of a growing vocabulary) costs one
+        // descent of `terms` instead of a lookup and an insert.
+        let read = std::mem::take(self.df_cache.get_mut().unwrap_or_else(PoisonError::into_inner));
         let mut new_df = IdentityHashMap::default();
         new_df.reserve(grouped.anchors());
         for (hash, group) in grouped.groups() {
-            let df = self.folded_df(hash)? + group.len() as u64;
-            self.tables.terms.insert(hash, df)?;
+            let added = group.len() as u64;
+            let folded = match read.get(&hash) {
+                Some(&folded) => Some(folded),
+                None => self.tables.terms.insert(hash, added)?.map(|stored| stored.value()),
+            };
+            let df = match folded {
+                Some(folded) => {
+                    self.tables.terms.insert(hash, folded + added)?;
+                    folded + added
+                }
+                None => added,
+            };
             new_df.insert(hash, df);
         }
         // Only the folded anchors' frequencies changed; keeping just them bounds the cache
         // by one fold while the next batch of an import, which shares most of its anchors
         // with this one, finds them.
-        if let Ok(mut cache) = self.df_cache.lock() {
-            *cache = new_df;
-        }
+        *self.df_cache.get_mut().unwrap_or_else(PoisonError::into_inner) = new_df;
         self.tables.pending.retain(|_, _| false)?;
         self.meta.folded_blocks += pending.blocks.len() as u64;
         self.meta.folded_len_user += pending.len_user;
@@ -1130,6 +1141,33 @@ mod tests {
         let view = store.read()?;
         assert_eq!((view.df(5)?, view.df(6)?, view.df(7)?), (2, 1, 1), "folded at the commit");
         assert!(view.pending().is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_fold_adds_to_the_stored_frequencies_whether_the_view_read_them_or_not()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        let forward = |hashes: &[u64]| ForwardRecord {
+            len_user: hashes.len() as u32,
+            len_assistant: 0,
+            entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
+        };
+        store.write(|view| view.put_turn_to_fold(0, 0, &turn_record(), forward(&[5, 6])))?;
+        store.write(|view| -> Result<(), Error> {
+            assert_eq!(view.df(5)?, 1, "read by this view; 6 is not");
+            view.put_turn_to_fold(0, 1, &turn_record(), forward(&[5, 6, 7]))?;
+            view.fold()?;
+            // Folded again by the same view: from the frequencies the first fold wrote.
+            view.put_turn_to_fold(0, 2, &turn_record(), forward(&[6, 8]))?;
+            view.fold()
+        })?;
+        let view = store.read()?;
+        for (hash, expected) in [(5, 2), (6, 3), (7, 1), (8, 1)] {
+            let mut postings = 0;
+            view.anchor_postings(hash, |_, _| postings += 1)?;
+            assert_eq!((view.df(hash)?, postings), (expected, expected), "anchor {hash}");
+        }
         Ok(())
     }
 
