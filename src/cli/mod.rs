@@ -33,7 +33,8 @@ Exit codes:
   0  success (an empty selection included)
   1  error
   2  usage error
-  3  the index needs `ctxgate rebuild` (built by another version's anchor rules or format)
+  3  the index needs `ctxgate rebuild` (built by another version's anchor rules or format,
+     or the run file of an interrupted import is lost)
   4  the index is busy (another process holds it)";
 
 /// A context gatekeeper for LLM agents: for each query, the past turns it needs, within a
