@@ -17,6 +17,4 @@ pub use projection::{
     SMALL_VALUE_BYTES, Unknown, choose_kind, project,
 };
 pub use reference::{EvidenceRef, MAX_REF_BYTES, RefError, ResolveError};
-pub use spec::{
-    BlockRule, DEFAULT_SCHEMA_VERSION, KindSpec, OmitRule, Spec, SpecError, UnknownRule, glob_matches,
-};
+pub use spec::{BlockRule, DEFAULT_SCHEMA_VERSION, KindSpec, OmitRule, Spec, SpecError, UnknownRule};
