@@ -38,6 +38,9 @@ pub mod evidence;
 mod evidence_recall;
 mod evidence_store;
 pub mod gate;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gatekeeper;
 mod history;
 mod idf;

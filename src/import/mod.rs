@@ -21,13 +21,13 @@ mod claude;
 mod claude_code;
 mod codex;
 pub mod error;
-mod formats;
-mod jsonl;
+pub(crate) mod formats;
+pub(crate) mod jsonl;
 mod openai;
 mod records;
 mod sharegpt;
 mod stream;
-mod tool_evidence;
+pub(crate) mod tool_evidence;
 pub mod turns;
 mod writer;
 

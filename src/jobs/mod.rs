@@ -7,7 +7,7 @@
 //! The jobs re-derive a turn's anchors from its stored text exactly as adding it did.
 
 mod compact;
-mod forget;
+pub(crate) mod forget;
 mod rebuild;
 mod verify;
 
