@@ -134,8 +134,11 @@ pub(crate) fn parse_time(text: &str) -> Option<f64> {
         Some(&sign @ (b'+' | b'-')) => {
             let offset = text.get(at + 1..)?;
             let (h, m) = offset.split_once(':').unwrap_or((offset.get(..2)?, offset.get(2..)?));
-            let minutes: i64 =
-                h.parse::<i64>().ok()? * 60 + if m.is_empty() { 0 } else { m.parse::<i64>().ok()? };
+            // Two digits each (a sign or a long number in the minutes overflowed): `+05`, `+0530`.
+            let two = |s: &str| -> Option<i64> {
+                if s.len() == 2 && s.bytes().all(|c| c.is_ascii_digit()) { s.parse().ok() } else { None }
+            };
+            let minutes: i64 = two(h)? * 60 + if m.is_empty() { 0 } else { two(m)? };
             let offset = (minutes * 60) as f64;
             Some(if sign == b'+' { seconds - offset } else { seconds + offset })
         }
@@ -168,5 +171,17 @@ mod tests {
         assert!(parse_time("2024-01-01") < parse_time("2024-01-01T00:00:01Z"));
         assert_eq!(parse_time("yesterday"), None);
         assert_eq!(parse_time("2024-13-01"), None);
+        assert_eq!(parse_time("2025-10-02T12:30:18+0530"), parse_time("2025-10-02T07:00:18Z"));
+        assert_eq!(parse_time("2025-10-02T12:00:18+05"), parse_time("2025-10-02T07:00:18Z"));
+    }
+
+    /// Found by `fuzz/fuzz_targets/date_parse.rs`: an offset whose minutes are a signed
+    /// 19-digit number overflowed (a panic in a debug build, a wrong time in a release one).
+    #[test]
+    fn offsets_are_two_digits_each() {
+        assert_eq!(parse_time("2025-10-02 04:00:25-10-3333333333366636366"), None);
+        assert_eq!(parse_time("2025-10-02T04:00:25+05:-30"), None);
+        assert_eq!(parse_time("2025-10-02T04:00:25+5:30"), None);
+        assert_eq!(parse_time("2025-10-02T04:00:25+99999999999999:00"), None);
     }
 }
