@@ -73,11 +73,11 @@ impl From<crate::evidence::RefError> for Error {
     }
 }
 
-impl From<crate::evidence::ResolveError> for Error {
-    fn from(e: crate::evidence::ResolveError) -> Self {
+impl From<crate::evidence::RootError> for Error {
+    fn from(e: crate::evidence::RootError) -> Self {
         match e {
-            crate::evidence::ResolveError::Escapes { .. } => Error::BadRef(e.to_string()),
-            crate::evidence::ResolveError::Io { .. } => Error::Evidence(e.to_string()),
+            crate::evidence::RootError::Refused { .. } => Error::BadRef(e.to_string()),
+            _ => Error::Evidence(e.to_string()),
         }
     }
 }

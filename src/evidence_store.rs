@@ -7,14 +7,13 @@
 
 use crate::anchor;
 use crate::error::{Error, Result};
-use crate::evidence::{self, Document, EvidenceRef, Projection, Spec};
+use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot, Projection, RootError, Spec, WalkedFile};
 use crate::gatekeeper::Gatekeeper;
 use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
 use crate::store::{Source, View, anchor_hash};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Documents projected and written per transaction when indexing a tree: bounds memory by
@@ -119,10 +118,10 @@ impl Gatekeeper {
     ) -> Result<Projection> {
         let reference = EvidenceRef::parse(reference)?;
         let meta = self.store().read()?.evidence_meta()?;
-        let root = self.root_for(&meta, None)?;
-        write_once(&reference, &root, bytes)?;
+        let root = EvidenceRoot::create(&self.root_for(&meta, None)?)?;
+        root.write_once(&reference, bytes)?;
         let (projection, record) = self.prepare(&reference, bytes, options, None)?;
-        let root_text = absolute(&root)?.to_string_lossy().into_owned();
+        let root_text = absolute(root.path())?.to_string_lossy().into_owned();
         self.put_records(&root_text, std::slice::from_ref(&record))?;
         Ok(projection)
     }
@@ -149,18 +148,22 @@ impl Gatekeeper {
         drop(view);
 
         let mut report = EvidenceIndexReport { root: root.display().to_string(), ..Default::default() };
-        let index_file = absolute(self.path())?;
-        let mut files = Vec::new();
-        walk(&root, &root, &index_file, &mut files, &mut report.skipped);
+        let tree = EvidenceRoot::open(&root)?;
+        let (files, skipped) = tree.walk(Some(self.path()));
+        report.skipped.extend(skipped.into_iter().map(|s| SkippedFile { path: s.path, reason: s.reason }));
         let root_text = root.to_string_lossy().into_owned();
         let mut seen = std::collections::BTreeSet::new();
         for batch in files.chunks(INDEX_BATCH) {
             let prepared: Vec<Result<Option<EvidenceRecord>, SkippedFile>> = self.in_pool(|| {
                 batch
                     .par_iter()
-                    .map(|(path, reference)| {
-                        let skip = |reason: String| SkippedFile { path: path.display().to_string(), reason };
-                        let bytes = std::fs::read(path).map_err(|e| skip(e.to_string()))?;
+                    .map(|file| {
+                        let reference = &file.reference;
+                        let skip =
+                            |reason: String| SkippedFile { path: reference.as_str().to_string(), reason };
+                        // Read through the root's handle, checked to be the file the walk saw:
+                        // what is indexed is what is inside the root.
+                        let bytes = tree.read_walked(file).map_err(|e| skip(e.to_string()))?;
                         let digest = xxhash_rust::xxh3::xxh3_64(&bytes);
                         let before = stored.get(reference.as_str());
                         if before.is_some_and(|(d, _)| *d == digest) {
@@ -174,7 +177,7 @@ impl Gatekeeper {
                     .collect()
             });
             let mut records = Vec::new();
-            for ((_, reference), outcome) in batch.iter().zip(prepared) {
+            for (WalkedFile { reference, .. }, outcome) in batch.iter().zip(prepared) {
                 match outcome {
                     Ok(Some(record)) => {
                         seen.insert(reference.as_str().to_string());
@@ -212,8 +215,10 @@ impl Gatekeeper {
     /// not JSON, or nothing is at the pointer.
     pub fn read_evidence(&self, reference: &str, pointer: Option<&str>) -> Result<Vec<u8>> {
         let reference = EvidenceRef::parse(reference)?;
-        let (_, bytes) = self.read_file(&reference)?;
-        let Some(pointer) = pointer else { return Ok(bytes) };
+        let bytes = self.read_file(&reference)?;
+        let Some(pointer) = pointer else {
+            return Ok(bytes);
+        };
         let Document::Json(value) = Document::parse(&bytes) else {
             return Err(Error::Evidence(format!(
                 "{reference} is not a JSON document: read it without --pointer"
@@ -235,7 +240,7 @@ impl Gatekeeper {
     /// As [`Gatekeeper::read_evidence`]; [`Error::Evidence`] for a kind the spec lacks.
     pub fn project_evidence(&self, reference: &str, options: &EvidenceOptions<'_>) -> Result<Projection> {
         let reference = EvidenceRef::parse(reference)?;
-        let (_, bytes) = self.read_file(&reference)?;
+        let bytes = self.read_file(&reference)?;
         let stored_kind = self.store().read()?.evidence_by_ref(reference.as_str())?.map(|(_, r)| r.kind);
         let kind = options
             .kind
@@ -287,7 +292,7 @@ impl Gatekeeper {
             return Ok(0);
         }
         let view = self.store().read()?;
-        let root = self.root_for(&view.evidence_meta()?, None)?;
+        let root = EvidenceRoot::create(&self.root_for(&view.evidence_meta()?, None)?)?;
         let mut sessions: BTreeMap<&str, u32> = BTreeMap::new();
         let mut todo = Vec::new();
         for output in outputs {
@@ -298,7 +303,9 @@ impl Gatekeeper {
             let session = match sessions.get(output.session.as_str()) {
                 Some(&id) => id,
                 None => {
-                    let Some((id, _)) = view.session_by_name(&output.session)? else { continue };
+                    let Some((id, _)) = view.session_by_name(&output.session)? else {
+                        continue;
+                    };
                     sessions.insert(&output.session, id);
                     id
                 }
@@ -306,14 +313,14 @@ impl Gatekeeper {
             todo.push((output, session));
         }
         drop(view);
-        let root_text = absolute(&root)?.to_string_lossy().into_owned();
+        let root_text = absolute(root.path())?.to_string_lossy().into_owned();
         let mut stored = 0;
         for batch in todo.chunks(INDEX_BATCH) {
             let records: Vec<Option<EvidenceRecord>> = self.in_pool(|| {
                 batch
                     .par_iter()
                     .map(|(output, session)| {
-                        if let Err(e) = write_once(&output.reference, &root, &output.bytes) {
+                        if let Err(e) = root.write_once(&output.reference, &output.bytes) {
                             log::warn!("tool output {} not stored: {e}", output.reference);
                             return None;
                         }
@@ -348,16 +355,29 @@ impl Gatekeeper {
         })
     }
 
-    fn read_file(&self, reference: &EvidenceRef) -> Result<(PathBuf, Vec<u8>)> {
+    /// Reads a document by ref. A file with several hard links is read only if it is indexed
+    /// with these bytes (a walk saw all its links inside the root): otherwise it cannot be told
+    /// from a link to a file outside.
+    fn read_file(&self, reference: &EvidenceRef) -> Result<Vec<u8>> {
         let root = self.evidence_root()?;
-        let path = reference.resolve_existing(&root).map_err(|e| match e {
-            evidence::ResolveError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
-                Error::Evidence(format!("no evidence {reference} under {}", root.display()))
+        let tree = EvidenceRoot::open(&root).map_err(|e| match e {
+            RootError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::from(RootError::NotFound { reference: reference.clone(), root: root.clone() })
             }
             other => other.into(),
         })?;
-        let bytes = std::fs::read(&path).map_err(|e| Error::Evidence(format!("{}: {e}", path.display())))?;
-        Ok((path, bytes))
+        let document = tree.read(reference)?;
+        if document.links > 1 {
+            let digest = xxhash_rust::xxh3::xxh3_64(&document.bytes);
+            let indexed = self.store().read()?.evidence_by_ref(reference.as_str())?;
+            if !indexed.is_some_and(|(_, r)| r.digest == digest) {
+                return Err(Error::BadRef(format!(
+                    "evidence ref {reference} is a file with {} hard links, which may lead outside the evidence root: copy it into the tree, or index the tree (`ctxgate evidence index`), which checks every link",
+                    document.links
+                )));
+            }
+        }
+        Ok(document.bytes)
     }
 
     /// The projection and index record of a document.
@@ -405,91 +425,4 @@ fn absolute(path: &Path) -> Result<PathBuf> {
     path.canonicalize()
         .or_else(|_| std::path::absolute(path))
         .map_err(|e| Error::Evidence(format!("{}: {e}", path.display())))
-}
-
-/// Writes `bytes` as a new file for `reference`, or accepts an existing file with the same
-/// bytes. Never changes an existing file.
-fn write_once(reference: &EvidenceRef, root: &Path, bytes: &[u8]) -> Result<()> {
-    let path = reference.resolve_new(root)?;
-    match std::fs::symlink_metadata(&path) {
-        Ok(_) => {
-            let existing = reference.resolve_existing(root)?;
-            let same = std::fs::read(&existing).map(|old| old == bytes).unwrap_or(false);
-            return if same {
-                Ok(())
-            } else {
-                Err(Error::Evidence(format!(
-                    "evidence {reference} already exists with other content; evidence is never modified: store it under a new ref"
-                )))
-            };
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::Evidence(format!("{}: {e}", path.display()))),
-    }
-    let io = |e: std::io::Error| Error::Evidence(format!("{}: {e}", path.display()));
-    // A temporary file renamed into place: a crash never leaves a partial document under the ref.
-    let tmp = path.with_file_name(format!(
-        ".{}.ctxgate-tmp",
-        path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-    ));
-    {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(io)?;
-        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(io)?;
-    }
-    // `hard_link` fails if the ref appeared meanwhile, where `rename` would replace it.
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    linked.map_err(io)
-}
-
-/// Collects the files under `dir` with their refs, in path order. Links are followed only
-/// where they stay inside the root; anything else is skipped with the reason.
-fn walk(
-    root: &Path,
-    dir: &Path,
-    index_file: &Path,
-    files: &mut Vec<(PathBuf, EvidenceRef)>,
-    skipped: &mut Vec<SkippedFile>,
-) {
-    let skip = |path: &Path, reason: String| SkippedFile { path: path.display().to_string(), reason };
-    let mut entries: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
-        Err(e) => {
-            skipped.push(skip(dir, e.to_string()));
-            return;
-        }
-    };
-    entries.sort();
-    for path in entries {
-        let Ok(relative) = path.strip_prefix(root) else { continue };
-        let reference = match EvidenceRef::from_relative_path(relative) {
-            Ok(r) => r,
-            Err(e) => {
-                skipped.push(skip(&path, e.reason.to_string()));
-                continue;
-            }
-        };
-        if path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".ctxgate-tmp")) {
-            continue;
-        }
-        let real = match reference.resolve_existing(root) {
-            Ok(_) => path.canonicalize().unwrap_or_else(|_| path.clone()),
-            Err(e) => {
-                skipped.push(skip(&path, e.to_string()));
-                continue;
-            }
-        };
-        if real == index_file {
-            continue;
-        }
-        if real.is_dir() {
-            if path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) {
-                skipped.push(skip(&path, "a link to a directory: not followed".into()));
-                continue;
-            }
-            walk(root, &path, index_file, files, skipped);
-        } else if real.is_file() {
-            files.push((path, reference));
-        }
-    }
 }

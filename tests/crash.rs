@@ -89,7 +89,7 @@ fn a_rebuild_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
     // A rebuild that runs to the end changes no answer either, and clears what the killed ones left.
     env.run(["rebuild"])?.ok()?;
     assert_eq!(answers(&env)?, before);
-    assert!(!ctxgate::jobs::rebuild_path(&env.db).exists());
+    assert_eq!(ctxgate::jobs::rebuild_scratch_files(&env.db)?, Vec::<std::path::PathBuf>::new());
     Ok(())
 }
 

@@ -231,7 +231,7 @@ fn rebuild_repairs_a_tampered_index_and_keeps_answers() -> TestResult {
     assert!(!open(&db)?.verify()?.is_ok());
     let report = ctxgate::jobs::rebuild(&db, &Options::default())?;
     assert_eq!((report.sessions, report.turns), (3, 300));
-    assert!(!ctxgate::jobs::rebuild_path(&db).exists());
+    assert_eq!(ctxgate::jobs::rebuild_scratch_files(&db)?, Vec::<std::path::PathBuf>::new());
     let gk = open(&db)?;
     let verified = gk.verify()?;
     assert!(verified.is_ok(), "{:?}", verified.problems);

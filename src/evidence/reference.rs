@@ -1,12 +1,12 @@
 //! Evidence references: relative paths that cannot leave the evidence root (DESIGN §4).
 //!
-//! A reference is checked twice. Lexically, when it is parsed: relative, `/`-separated, no
-//! empty, `.` or `..` component, no NUL or backslash. On disk, when it is resolved: every
-//! directory on the way and the file itself must be inside the root once symbolic links are
-//! followed, so a link planted in the tree cannot lead a read or a write outside it.
+//! A reference is checked lexically when it is parsed: relative, `/`-separated, no empty, `.`
+//! or `..` component, no NUL or backslash, not a name reserved for temporary files. On disk,
+//! every access is made beneath the root by [`super::root::EvidenceRoot`], so a link planted
+//! in the tree cannot lead a read or a write outside it.
 
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 /// Longest accepted reference, in bytes.
 pub const MAX_REF_BYTES: usize = 1024;
@@ -30,7 +30,8 @@ impl EvidenceRef {
     ///
     /// # Errors
     /// [`RefError`] for an empty, absolute or over-long reference, or one with an empty, `.`
-    /// or `..` component, a backslash, a NUL or another control character.
+    /// or `..` component, a backslash, a NUL or another control character, or a component
+    /// named like a temporary file.
     pub fn parse(text: &str) -> Result<EvidenceRef, RefError> {
         let refuse = |reason| Err(RefError { reference: text.to_string(), reason });
         if text.is_empty() {
@@ -53,6 +54,9 @@ impl EvidenceRef {
                 "" => return refuse("has an empty component"),
                 "." => return refuse("has a '.' component"),
                 ".." => return refuse("has a '..' component: a ref cannot leave the evidence root"),
+                name if super::root::is_temp_name(name) => {
+                    return refuse("has a name reserved for ctxgate's temporary files");
+                }
                 _ => {}
             }
         }
@@ -97,52 +101,6 @@ impl EvidenceRef {
         let name = self.0.rsplit('/').next().unwrap_or(&self.0);
         name.rsplit_once('.').filter(|(stem, _)| !stem.is_empty()).map(|(_, ext)| ext.to_ascii_lowercase())
     }
-
-    /// The path of an existing document under `root`, refusing one whose real location (links
-    /// followed) is outside the root.
-    ///
-    /// # Errors
-    /// [`ResolveError::Escapes`] for a link leading outside, [`ResolveError::Io`] if the file
-    /// cannot be found.
-    pub fn resolve_existing(&self, root: &Path) -> Result<PathBuf, ResolveError> {
-        let real_root = canonical(root)?;
-        let path = root.join(&self.0);
-        let real = canonical(&path)?;
-        if !real.starts_with(&real_root) {
-            return Err(ResolveError::Escapes { reference: self.clone(), target: real });
-        }
-        Ok(path)
-    }
-
-    /// The path at which to create a new document under `root`, creating its directories.
-    /// Each directory on the way must resolve inside the root; the file itself must not exist
-    /// yet (a link in its place is refused too, as existing).
-    ///
-    /// # Errors
-    /// [`ResolveError::Escapes`], or [`ResolveError::Io`] if a directory cannot be created.
-    pub fn resolve_new(&self, root: &Path) -> Result<PathBuf, ResolveError> {
-        std::fs::create_dir_all(root)
-            .map_err(|source| ResolveError::Io { path: root.to_path_buf(), source })?;
-        let real_root = canonical(root)?;
-        let mut dir = root.to_path_buf();
-        let components: Vec<&str> = self.0.split('/').collect();
-        for part in &components[..components.len() - 1] {
-            dir.push(part);
-            if dir.symlink_metadata().is_err() {
-                match std::fs::create_dir(&dir) {
-                    // Made meanwhile by another thread storing a document beside this one (an
-                    // import stores a session's outputs in parallel): checked below like any.
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    made => made.map_err(|source| ResolveError::Io { path: dir.clone(), source })?,
-                }
-            }
-            let real = canonical(&dir)?;
-            if !real.starts_with(&real_root) {
-                return Err(ResolveError::Escapes { reference: self.clone(), target: real });
-            }
-        }
-        Ok(dir.join(components[components.len() - 1]))
-    }
 }
 
 impl fmt::Display for EvidenceRef {
@@ -151,61 +109,9 @@ impl fmt::Display for EvidenceRef {
     }
 }
 
-/// A reference that cannot be used on disk.
-#[derive(Debug, thiserror::Error)]
-pub enum ResolveError {
-    /// Links lead outside the evidence root.
-    #[error("evidence ref {reference} leads outside the evidence root (to {target})")]
-    Escapes {
-        /// The reference.
-        reference: EvidenceRef,
-        /// Where it really leads.
-        target: PathBuf,
-    },
-    /// The file system refused.
-    #[error("{path}: {source}")]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-}
-
-fn canonical(path: &Path) -> Result<PathBuf, ResolveError> {
-    path.canonicalize().map_err(|source| ResolveError::Io { path: path.to_path_buf(), source })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn documents_stored_at_once_share_their_new_directories() -> Result<(), Box<dyn std::error::Error>> {
-        // Threads storing outputs of one session all find `tool-output/<session>/` missing,
-        // and all make it; none may fail because another made it first.
-        for round in 0..20 {
-            let root = tempfile::tempdir()?;
-            let barrier = std::sync::Barrier::new(8);
-            let results: Vec<Result<PathBuf, ResolveError>> = std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..8)
-                    .map(|i| {
-                        let (root, barrier) = (root.path(), &barrier);
-                        scope.spawn(move || {
-                            barrier.wait();
-                            EvidenceRef(format!("tool-output/s{round}/call-{i}.txt")).resolve_new(root)
-                        })
-                    })
-                    .collect();
-                handles.into_iter().filter_map(|h| h.join().ok()).collect()
-            });
-            assert_eq!(results.len(), 8);
-            for result in results {
-                assert!(result?.starts_with(root.path().join(format!("tool-output/s{round}"))));
-            }
-        }
-        Ok(())
-    }
 
     #[test]
     fn lexical_rules() {
@@ -222,6 +128,9 @@ mod tests {
             ("a/", "empty component"),
             ("a\\b", "backslash"),
             ("a\0b", "control"),
+            ("x/.ctxgate-tmp.12-0", "temporary"),
+            ("x/.ctxgate-tmp", "temporary"),
+            ("x/.doc.json.ctxgate-tmp", "temporary"),
         ] {
             let err = EvidenceRef::parse(bad).unwrap_err();
             assert!(err.to_string().contains(why), "{bad:?}: {err}");
@@ -234,28 +143,5 @@ mod tests {
         assert_eq!(ext("a/b.JSON").as_deref(), Some("json"));
         assert_eq!(ext("a.b/c"), None);
         assert_eq!(ext("a/.hidden"), None);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn links_cannot_escape() {
-        let outside = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret.json"), "{}").unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.json"), root.path().join("s.json")).unwrap();
-
-        let through_dir = EvidenceRef::parse("out/secret.json").unwrap();
-        assert!(matches!(through_dir.resolve_existing(root.path()), Err(ResolveError::Escapes { .. })));
-        let file_link = EvidenceRef::parse("s.json").unwrap();
-        assert!(matches!(file_link.resolve_existing(root.path()), Err(ResolveError::Escapes { .. })));
-        let write_through = EvidenceRef::parse("out/new.json").unwrap();
-        assert!(matches!(write_through.resolve_new(root.path()), Err(ResolveError::Escapes { .. })));
-        assert!(!outside.path().join("new.json").exists());
-
-        let inside = EvidenceRef::parse("d/e/new.json").unwrap();
-        let path = inside.resolve_new(root.path()).unwrap();
-        assert_eq!(path, root.path().join("d/e/new.json"));
-        assert!(root.path().join("d/e").is_dir());
     }
 }

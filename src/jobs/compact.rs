@@ -71,6 +71,9 @@ impl Gatekeeper {
     /// compacts the file so free pages (after `forget`, and the old pages) are returned to
     /// the file system. Answers are the same before and after.
     ///
+    /// Only one job runs per index at a time: while a `rebuild` or another `compact` runs, this
+    /// waits the busy timeout, then fails `busy`.
+    ///
     /// # Errors
     /// Store errors; the engine's compaction fails if another handle has a transaction open.
     pub fn compact(&mut self) -> Result<CompactReport> {
@@ -86,6 +89,8 @@ impl Gatekeeper {
         &mut self,
         progress: &mut dyn FnMut(CompactProgress),
     ) -> Result<CompactReport> {
+        let _lock =
+            super::lock::JobLock::acquire(&super::lock::real_path(self.path()), self.options().busy_timeout)?;
         let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });
         let bytes_before = self.store().file_size()?;
         let (folded_turns, (lists_packed, chunks_before, chunks_after)) =

@@ -2,18 +2,21 @@
 //! [`forget`](crate::Gatekeeper::forget_session), [`compact`](crate::Gatekeeper::compact) and
 //! [`rebuild`].
 //!
-//! Each job is one redb transaction (or, for compaction, one transaction and the engine's
-//! compaction), so a crash leaves the index as it was before or after the job, never between.
+//! A crash leaves the index as it was before or after each of a job's transactions, never
+//! between: `forget` is one transaction, `compact` a few and the engine's compaction, and
+//! `rebuild` writes a new file that replaces the old one only when complete. `rebuild` and
+//! `compact` are exclusive per index ([`lock`]).
 //! The jobs re-derive a turn's anchors from its stored text exactly as adding it did.
 
 mod compact;
 pub(crate) mod forget;
+mod lock;
 mod rebuild;
 mod verify;
 
 pub use compact::{CompactPhase, CompactProgress, CompactReport};
 pub use forget::ForgetReport;
-pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_path, rebuild_with_progress};
+pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress};
 pub use verify::{MAX_PROBLEMS, Problem, VerifyPhase, VerifyProgress, VerifyReport};
 
 use crate::anchor;

@@ -2,9 +2,10 @@
 //! into a new file that replaces the old one only when complete.
 
 use super::derive_forward;
+use super::lock::{JobLock, real_path};
 use crate::anchor;
 use crate::error::Result;
-use crate::evidence::{self, Document, EvidenceRef};
+use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
 use crate::store::{SourceIndex, Store, StoreOptions, anchor_hash, records::ForwardRecord};
@@ -37,22 +38,56 @@ pub struct RebuildReport {
     pub bytes_after: u64,
 }
 
-/// The temporary file a rebuild of `path` writes (removed if a previous rebuild left it).
-pub fn rebuild_path(path: &Path) -> PathBuf {
+/// What scratch files of a rebuild of `path` are named with: `<name>.rebuild` (a build
+/// before unique names) and `<name>.rebuild-<pid>`.
+fn scratch_prefix(path: &Path) -> std::ffi::OsString {
     let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(".rebuild");
-    path.with_file_name(name)
+    name
+}
+
+/// The scratch files of rebuilds of the index at `path` that are on disk: a rebuild's new file
+/// while it runs, or what a killed one left (the next rebuild removes those).
+///
+/// # Errors
+/// If the index's directory cannot be read.
+pub fn rebuild_scratch_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let path = real_path(path);
+    let prefix = scratch_prefix(&path);
+    let prefix = prefix.to_string_lossy();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if let Some(rest) = name.strip_prefix(prefix.as_ref())
+            && (rest.is_empty() || rest.strip_prefix('-').is_some_and(|pid| pid.parse::<u32>().is_ok()))
+        {
+            found.push(entry.path());
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// Rebuilds the index at `path` from its stored turns: sessions and turns (text, recorded
 /// gate decisions, times, tools) are copied as they are; anchors are extracted again with
 /// this build's rules, and postings, document frequencies, N and the length sums are derived
 /// from them. It works on an index that needs a rebuild (other anchor rules). The new file
-/// is written beside the old one (`<name>.rebuild`) in bounded transactions, compacted, then
-/// renamed over it: a crash before the rename leaves the old index untouched.
+/// is written beside the old one (`<name>.rebuild-<pid>`) in bounded transactions, compacted,
+/// given the old file's permissions and owner, then renamed over it: a crash before the rename
+/// leaves the old index untouched. An index path that is a link keeps pointing at the rebuilt
+/// file. Only one job runs per index at a time ([`super::lock`]); a second waits the busy
+/// timeout, then fails `busy`.
 ///
 /// # Errors
-/// Store errors, a turn that does not decode (the old file is kept), or a failed rename.
+/// [`crate::store::Error::Busy`] while another job runs, an index its user may not write
+/// ([`crate::store::Error::Io`], permission denied), store errors, a turn that does not decode
+/// (the old file is kept), or a failed rename.
 pub fn rebuild(path: impl AsRef<Path>, options: &Options) -> Result<RebuildReport> {
     rebuild_with_progress(path, options, &mut |_| {})
 }
@@ -75,19 +110,29 @@ pub fn rebuild_with_progress(
     options: &Options,
     progress: &mut dyn FnMut(RebuildProgress),
 ) -> Result<RebuildReport> {
-    let path = path.as_ref();
+    let path = real_path(path.as_ref());
+    let path = path.as_path();
     let store_options = StoreOptions {
         cache_bytes: options.cache_bytes,
         busy_timeout: options.busy_timeout,
         quick_repair: false,
     };
-    let source = SourceIndex::open(path, &store_options)?;
     let io = |p: &Path, e: std::io::Error| crate::store::Error::Io { path: p.to_path_buf(), source: e };
-    let bytes_before = std::fs::metadata(path).map_err(|e| io(path, e))?.len();
-    let target = rebuild_path(path);
-    if target.exists() {
-        std::fs::remove_file(&target).map_err(|e| io(&target, e))?;
+    let source = SourceIndex::open(path, &store_options)?;
+    // A rebuild replaces the file: it needs the right to write it, as any writer does (the
+    // directory's rights alone would let it replace a file its user may only read).
+    std::fs::OpenOptions::new().write(true).open(path).map_err(|e| io(path, e))?;
+    let _lock = JobLock::acquire(path, options.busy_timeout)?;
+    // Holding the lock, any scratch file of this index is left over from a killed rebuild.
+    for stale in rebuild_scratch_files(path).map_err(|e| io(path, e))? {
+        log::info!("removing {}, left by a rebuild that did not finish", stale.display());
+        std::fs::remove_file(&stale).map_err(|e| io(&stale, e))?;
     }
+    let old_metadata = std::fs::metadata(path).map_err(|e| io(path, e))?;
+    let bytes_before = old_metadata.len();
+    let mut target = scratch_prefix(path);
+    target.push(format!("-{}", std::process::id()));
+    let target = path.with_file_name(target);
     let mut report = RebuildReport { bytes_before, ..RebuildReport::default() };
     let mut new = Store::open(&target, &store_options)?;
     let copied = copy(&source, &new, &mut report, progress);
@@ -108,6 +153,10 @@ pub fn rebuild_with_progress(
     report.bytes_after = new.file_size()?;
     drop(new);
     drop(source);
+    if let Err(e) = keep_access(&old_metadata, &target) {
+        let _ = std::fs::remove_file(&target);
+        return Err(io(&target, e).into());
+    }
     std::fs::rename(&target, path).map_err(|e| io(path, e))?;
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         // Make the rename durable; not every platform can open a directory.
@@ -117,6 +166,31 @@ pub fn rebuild_with_progress(
     }
     log::info!("rebuilt {}: {} sessions, {} turns", path.display(), report.sessions, report.turns);
     Ok(report)
+}
+
+/// Gives the new file the old one's permissions and, where the process may, its owner: a
+/// private history stays private.
+fn keep_access(old: &std::fs::Metadata, new: &Path) -> std::io::Result<()> {
+    std::fs::set_permissions(new, old.permissions())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let current = std::fs::metadata(new)?;
+        if (current.uid(), current.gid()) != (old.uid(), old.gid()) {
+            match std::os::unix::fs::chown(new, Some(old.uid()), Some(old.gid())) {
+                Ok(()) => {}
+                // Only a privileged process may give a file away: it stays the rebuilder's.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    log::warn!(
+                        "{}: the rebuilt index is owned by its rebuilder, not by the old file's owner",
+                        new.display()
+                    );
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 fn copy(
@@ -174,7 +248,8 @@ fn copy_evidence(
     if records.is_empty() {
         return Ok(());
     }
-    let root = meta.root.as_deref().map(Path::new);
+    // Read beneath the root only; a root that is gone leaves every document to its projection.
+    let root = meta.root.as_deref().and_then(|root| EvidenceRoot::open(Path::new(root)).ok());
     let rederived: Vec<(EvidenceRecord, bool)> = records
         .into_par_iter()
         .filter_map(|mut record| {
@@ -184,8 +259,9 @@ fn copy_evidence(
                 None => None,
             };
             let on_disk = root
-                .and_then(|root| EvidenceRef::parse(&record.reference).ok()?.resolve_existing(root).ok())
-                .and_then(|path| std::fs::read(path).ok())
+                .as_ref()
+                .and_then(|root| root.read(&EvidenceRef::parse(&record.reference).ok()?).ok())
+                .map(|document| document.bytes)
                 .filter(|bytes| xxhash_rust::xxh3::xxh3_64(bytes) == record.digest);
             let from_file = on_disk.is_some();
             let doc = match on_disk {

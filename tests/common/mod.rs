@@ -68,8 +68,11 @@ impl Run {
 }
 
 /// A `ctxgate` command with the environment that could change its behavior removed.
+/// `CTXGATE_TEST_BIN` runs the tests against another build (to see a test fail on the build
+/// before a fix).
 pub fn ctxgate() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctxgate"));
+    let bin = std::env::var_os("CTXGATE_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxgate").into());
+    let mut cmd = Command::new(bin);
     cmd.env_remove("CTXGATE_DB").env_remove("CTXGATE_LOG").env_remove("RUST_LOG");
     cmd
 }

@@ -1,0 +1,168 @@
+//! Maintenance jobs are exclusive per index, and a rebuild replaces the file as the file was:
+//! its permissions, its owner, and a link to it stay what they were. Real processes on a real
+//! index.
+
+mod common;
+
+use common::{TestEnv, TestResult, ctxgate};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const TURNS: usize = 3000;
+
+/// An index of `TURNS` turns in three sessions.
+fn indexed() -> TestResult<TestEnv> {
+    let env = TestEnv::new()?;
+    let log = env.dir.path().join("log.jsonl");
+    let mut text = String::new();
+    for i in 0..TURNS {
+        let line = serde_json::json!({
+            "session": format!("s{}", i % 3),
+            "user": format!("question {i} about service_{} and worker_{}", i % 17, i % 5),
+            "assistant": format!("retry_policy_{} with a timeout of {} ms", i % 11, 100 + i),
+        });
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&log, text)?;
+    env.run(["import", log.to_str().ok_or("utf-8 path")?])?.ok()?;
+    Ok(env)
+}
+
+fn spawn(db: &Path, args: &[&str]) -> TestResult<Child> {
+    Ok(ctxgate()
+        .arg("--db")
+        .arg(db)
+        .args(["--busy-timeout", "0"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?)
+}
+
+fn turns(env: &TestEnv) -> TestResult<u64> {
+    Ok(env.stats()?.turns)
+}
+
+#[test]
+fn two_jobs_at_once_never_lose_data_the_second_is_busy() -> TestResult {
+    let env = indexed()?;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let (mut rounds, mut busy) = (0, 0);
+    // Repeat until the second job has met the first one running a few times.
+    while busy < 3 && Instant::now() < deadline {
+        rounds += 1;
+        let second_job = if rounds % 3 == 0 { "compact" } else { "rebuild" };
+        let first = spawn(&env.db, &["rebuild"])?;
+        std::thread::sleep(Duration::from_millis(20 * (rounds % 5)));
+        let second = spawn(&env.db, &[second_job])?;
+        for child in [first, second] {
+            let output = child.wait_with_output()?;
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            match output.status.code() {
+                Some(0) => {}
+                Some(4) => {
+                    assert!(stderr.contains("in use"), "round {rounds}: {stderr}");
+                    busy += 1;
+                }
+                other => return Err(format!("round {rounds}: exit {other:?}: {stderr}").into()),
+            }
+        }
+        assert_eq!(env.run(["verify"])?.code, Some(0), "round {rounds}");
+        assert_eq!(turns(&env)?, TURNS as u64, "round {rounds}: turns lost");
+        assert_eq!(ctxgate::jobs::rebuild_scratch_files(&env.db)?, Vec::<std::path::PathBuf>::new());
+    }
+    assert!(busy > 0, "in {rounds} rounds the jobs never overlapped");
+    Ok(())
+}
+
+#[test]
+fn a_killed_rebuilds_scratch_file_is_removed_by_the_next() -> TestResult {
+    let env = indexed()?;
+    // What a rebuild killed by an older build or by this one leaves.
+    let name = env.db.file_name().ok_or("name")?.to_string_lossy().into_owned();
+    for leftover in [format!("{name}.rebuild"), format!("{name}.rebuild-999999")] {
+        std::fs::write(env.dir.path().join(leftover), b"half a file")?;
+    }
+    assert_eq!(ctxgate::jobs::rebuild_scratch_files(&env.db)?.len(), 2);
+    env.run(["rebuild"])?.ok()?;
+    assert_eq!(ctxgate::jobs::rebuild_scratch_files(&env.db)?, Vec::<std::path::PathBuf>::new());
+    assert_eq!(turns(&env)?, TURNS as u64);
+    Ok(())
+}
+
+#[cfg(unix)]
+#[test]
+fn a_rebuild_keeps_the_files_mode_and_owner_and_a_link_stays_a_link() -> TestResult {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let env = indexed()?;
+    std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o600))?;
+    let owner = std::fs::metadata(&env.db)?.uid();
+    // Root can give the file away, and a rebuild by root must give it back.
+    let given =
+        if owner == 0 { std::os::unix::fs::chown(&env.db, Some(65534), Some(65534)).is_ok() } else { false };
+    let before = std::fs::metadata(&env.db)?;
+    env.run(["rebuild"])?.ok()?;
+    let after = std::fs::metadata(&env.db)?;
+    assert_ne!(after.ino(), before.ino(), "the file was rebuilt");
+    assert_eq!(after.permissions().mode() & 0o7777, 0o600, "a private index stays private");
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+    if given {
+        assert_eq!(after.uid(), 65534);
+    }
+
+    // Through a link: the target is rebuilt, the link stays.
+    let link = env.dir.path().join("link.redb");
+    std::os::unix::fs::symlink(&env.db, &link)?;
+    let target_before = std::fs::metadata(&env.db)?.ino();
+    common::run_at(&link, ["rebuild"])?.ok()?;
+    assert!(std::fs::symlink_metadata(&link)?.file_type().is_symlink(), "the link is still a link");
+    assert_ne!(std::fs::metadata(&env.db)?.ino(), target_before, "its target was rebuilt");
+    assert_eq!(common::run_at(&link, ["verify"])?.code, Some(0));
+    assert_eq!(turns(&env)?, TURNS as u64);
+    Ok(())
+}
+
+/// A user who may read an index but not write it cannot replace it by a rebuild. Needs root
+/// (to run the binary as another user) and util-linux's `setpriv`: elsewhere it checks nothing
+/// and says so.
+#[cfg(unix)]
+#[test]
+fn a_rebuild_needs_the_right_to_write_the_index() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !setpriv.exists() || !is_root() {
+        eprintln!("skipped: needs root and /usr/bin/setpriv");
+        return Ok(());
+    }
+    let env = indexed()?;
+    std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o777))?;
+    std::fs::set_permissions(&env.db, std::fs::Permissions::from_mode(0o444))?;
+    let before = std::fs::read(&env.db)?;
+    let bin = std::env::var_os("CTXGATE_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxgate").into());
+    let output = std::process::Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(bin)
+        .arg("--db")
+        .arg(&env.db)
+        .arg("rebuild")
+        .current_dir("/")
+        .output()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ermission denied"), "{stderr}");
+    assert_eq!(std::fs::read(&env.db)?, before, "the index is unchanged");
+    assert_eq!(ctxgate::jobs::rebuild_scratch_files(&env.db)?, Vec::<std::path::PathBuf>::new());
+    Ok(())
+}
+
+/// Whether this process runs as root, read from its own status.
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
