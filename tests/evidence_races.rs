@@ -244,3 +244,42 @@ fn a_link_in_place_of_a_directory_is_refused_by_every_access() -> TestResult {
     assert!(Path::new(&tree.outside).join("doc0.json").exists());
     Ok(())
 }
+
+/// What a `put` killed mid-write (or out of disk space) leaves, under the fixed name builds
+/// before unique names used and under a unique name of a process that is gone: neither blocks a
+/// retry, neither is ever a document, and the next `evidence index` removes the dead writer's.
+#[test]
+fn a_temporary_file_left_by_a_killed_put_blocks_no_retry() -> TestResult {
+    let tree = Tree::new("w", 0)?;
+    let env = TestEnv::new()?;
+    let input = env.dir.path().join("input.json");
+    std::fs::write(&input, INSIDE)?;
+    std::fs::write(tree.dir.join(".doc.json.ctxgate-tmp"), "{\"val")?;
+    let dead = tree.dir.join(".ctxgate-tmp.0-3");
+    std::fs::write(&dead, "{\"val")?;
+    let put = |reference: &str| {
+        env.run([
+            "--evidence-root",
+            root_arg(&tree),
+            "--json",
+            "evidence",
+            "put",
+            "--ref",
+            reference,
+            input.to_str().unwrap(),
+        ])
+    };
+    put("w/doc.json")?.ok()?;
+    assert_eq!(std::fs::read_to_string(tree.dir.join("doc.json"))?, INSIDE);
+    // The names of temporary files are not refs.
+    for reserved in ["w/.doc.json.ctxgate-tmp", "w/.ctxgate-tmp.0-3", "w/.ctxgate-tmp"] {
+        assert_eq!(put(reserved)?.expect_code(1)?.json_error()?.error.kind, "bad_ref", "{reserved}");
+    }
+    let db = env.dir.path().join("walk.redb");
+    common::run_at(&db, ["evidence", "index", root_arg(&tree)])?.ok()?;
+    let listed = common::run_at(&db, ["--json", "evidence", "list"])?.ok()?.json::<List>()?.documents;
+    let refs: Vec<&str> = listed.iter().map(|d| d.evidence_ref.as_str()).collect();
+    assert_eq!(refs, ["w/doc.json"]);
+    assert!(!dead.exists(), "the dead writer's temporary file is removed");
+    Ok(())
+}
