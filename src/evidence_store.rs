@@ -285,63 +285,118 @@ impl Gatekeeper {
     /// Stores imported tool output as evidence of its session (see `import::tool_evidence`):
     /// files written once under the root, projections made in parallel, written
     /// [`INDEX_BATCH`] per transaction. Outputs already indexed with the same bytes are
-    /// skipped; one whose ref holds other bytes on disk is skipped with a warning (evidence is
-    /// never modified). Returns how many were stored.
-    pub(crate) fn store_tool_outputs(&self, outputs: &[crate::import::ToolOutput]) -> Result<u64> {
+    /// skipped, under their ref or (for the same session) under the ref an earlier version
+    /// gave them, so importing a file again stores only what is missing. Every output that
+    /// cannot be stored is returned with its ref and why: its ref holds other bytes on disk
+    /// (evidence is never modified), another output of the same import has its ref, the file
+    /// or the root cannot be written, or its session is not in the index.
+    ///
+    /// # Errors
+    /// Only if the index cannot be read or written; a file that cannot be written is a failure
+    /// in the result, not an error.
+    pub(crate) fn store_tool_outputs(
+        &self,
+        outputs: &[crate::import::ToolOutput],
+    ) -> Result<crate::import::StoredToolOutputs> {
+        use crate::import::{FailedToolOutput, StoredToolOutputs};
+        let mut result = StoredToolOutputs::default();
         if outputs.is_empty() {
-            return Ok(0);
+            return Ok(result);
         }
+        let fail = |output: &crate::import::ToolOutput, reason: String| FailedToolOutput {
+            evidence_ref: output.reference.to_string(),
+            session: output.session.clone(),
+            reason,
+        };
         let view = self.store().read()?;
-        let root = EvidenceRoot::create(&self.root_for(&view.evidence_meta()?, None)?)?;
-        let mut sessions: BTreeMap<&str, u32> = BTreeMap::new();
+        let root_path = self.root_for(&view.evidence_meta()?, None)?;
+        let mut sessions: BTreeMap<&str, Option<u32>> = BTreeMap::new();
+        // Each ref once per import: the first output that has it is the one stored.
+        let mut planned: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
         let mut todo = Vec::new();
         for output in outputs {
-            let digest = xxhash_rust::xxh3::xxh3_64(&output.bytes);
-            if view.evidence_by_ref(output.reference.as_str())?.is_some_and(|(_, r)| r.digest == digest) {
-                continue;
-            }
             let session = match sessions.get(output.session.as_str()) {
                 Some(&id) => id,
                 None => {
-                    let Some((id, _)) = view.session_by_name(&output.session)? else {
-                        continue;
-                    };
+                    let id = view.session_by_name(&output.session)?.map(|(id, _)| id);
                     sessions.insert(&output.session, id);
                     id
                 }
             };
+            let Some(session) = session else {
+                result.failed.push(fail(output, "its session is not in the index".into()));
+                continue;
+            };
+            let digest = xxhash_rust::xxh3::xxh3_64(&output.bytes);
+            match planned.get(output.reference.as_str()) {
+                Some(&first) if first == digest => continue,
+                Some(_) => {
+                    result.failed.push(fail(
+                        output,
+                        "another tool result of this import has the same ref (a call id used twice in the session)"
+                            .into(),
+                    ));
+                    continue;
+                }
+                None => {
+                    planned.insert(output.reference.as_str(), digest);
+                }
+            }
+            // Stored means indexed with these bytes for this session: the same bytes bound to
+            // another session (a ref two sessions shared before refs were unique) are bound
+            // to this one again, and that session's output is stored under its own ref when
+            // its log is imported again.
+            let is_stored = |reference: &EvidenceRef| -> Result<bool> {
+                Ok(view
+                    .evidence_by_ref(reference.as_str())?
+                    .is_some_and(|(_, r)| r.digest == digest && r.session == Some(session)))
+            };
+            if is_stored(&output.reference)?
+                || output.legacy_reference.as_ref().map(is_stored).transpose()? == Some(true)
+            {
+                continue;
+            }
             todo.push((output, session));
         }
         drop(view);
+        let root = match EvidenceRoot::create(&root_path) {
+            Ok(root) => root,
+            Err(e) => {
+                let reason = format!("the evidence root cannot be opened: {e}");
+                result.failed.extend(todo.iter().map(|(output, _)| fail(output, reason.clone())));
+                return Ok(result);
+            }
+        };
         let root_text = absolute(root.path())?.to_string_lossy().into_owned();
-        let mut stored = 0;
         for batch in todo.chunks(INDEX_BATCH) {
-            let records: Vec<Option<EvidenceRecord>> = self.in_pool(|| {
+            let prepared: Vec<std::result::Result<EvidenceRecord, FailedToolOutput>> = self.in_pool(|| {
                 batch
                     .par_iter()
                     .map(|(output, session)| {
-                        if let Err(e) = root.write_once(&output.reference, &output.bytes) {
-                            log::warn!("tool output {} not stored: {e}", output.reference);
-                            return None;
-                        }
-                        let prepared = self.prepare(
+                        root.write_once(&output.reference, &output.bytes)
+                            .map_err(|e| fail(output, e.to_string()))?;
+                        self.prepare(
                             &output.reference,
                             &output.bytes,
                             &EvidenceOptions::default(),
                             Some(*session),
-                        );
-                        prepared
-                            .map(|(_, r)| r)
-                            .map_err(|e| log::warn!("tool output {}: {e}", output.reference))
-                            .ok()
+                        )
+                        .map(|(_, r)| r)
+                        .map_err(|e| fail(output, e.to_string()))
                     })
                     .collect()
             });
-            let records: Vec<EvidenceRecord> = records.into_iter().flatten().collect();
-            stored += records.len() as u64;
+            let mut records = Vec::with_capacity(prepared.len());
+            for outcome in prepared {
+                match outcome {
+                    Ok(record) => records.push(record),
+                    Err(failed) => result.failed.push(failed),
+                }
+            }
+            result.stored += records.len() as u64;
             self.put_records(&root_text, &records)?;
         }
-        Ok(stored)
+        Ok(result)
     }
 
     /// Indexes `records` under `root` in one transaction.

@@ -78,11 +78,28 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         },
         |progress| gatekeeper.import_with_progress(&args.paths, &options, progress),
     )?;
-    if global.json { output::print_json(&report) } else { output::print_text(&describe(&report)) }
+    if global.json {
+        output::print_json(&report)?;
+    } else {
+        output::print_text(&describe(&report))?;
+    }
+    if report.tool_outputs_failed > 0 {
+        // The turns are imported; the evidence is not complete: exit 1 so scripts notice.
+        anyhow::bail!(
+            "{} tool output{} not stored as evidence (listed {}); their turns are imported: fix what the reasons say and run the same import again, which stores only the missing outputs",
+            report.tool_outputs_failed,
+            if report.tool_outputs_failed == 1 { " was" } else { "s were" },
+            if global.json { "in failed_tool_outputs of each file" } else { "above" },
+        );
+    }
+    Ok(())
 }
 
 /// Sessions listed per file in the human summary.
 const SESSIONS_SHOWN: usize = 20;
+
+/// Tool outputs not stored listed per file in the human summary.
+const FAILURES_SHOWN: usize = 20;
 
 fn describe(report: &ImportReport) -> String {
     let mut out = String::new();
@@ -116,16 +133,37 @@ fn describe(report: &ImportReport) -> String {
         for skip in &file.skipped {
             let _ = writeln!(out, "  skipped line {}: {}", skip.line, skip.reason);
         }
+        for failed in file.failed_tool_outputs.iter().take(FAILURES_SHOWN) {
+            let _ = writeln!(
+                out,
+                "  tool output not stored: {} (session {}): {}",
+                failed.evidence_ref, failed.session, failed.reason
+            );
+        }
+        if file.failed_tool_outputs.len() > FAILURES_SHOWN {
+            let more = file.failed_tool_outputs.len() - FAILURES_SHOWN;
+            let _ = writeln!(out, "  … and {more} more tool outputs not stored (--json lists them all)");
+        }
     }
     let rate = if report.seconds > 0.0 { report.new_turns as f64 / report.seconds } else { 0.0 };
     let _ = writeln!(
         out,
-        "{} file{}: {} new turns, {} already there, {} skipped, {:.2} s ({:.0} turns/s)",
+        "{} file{}: {} new turns, {} already there, {} skipped{}{}, {:.2} s ({:.0} turns/s)",
         report.files.len(),
         if report.files.len() == 1 { "" } else { "s" },
         report.new_turns,
         report.existing_turns,
         report.skipped,
+        if report.tool_outputs > 0 {
+            format!(", {} tool outputs stored", report.tool_outputs)
+        } else {
+            String::new()
+        },
+        if report.tool_outputs_failed > 0 {
+            format!(", {} tool outputs NOT stored", report.tool_outputs_failed)
+        } else {
+            String::new()
+        },
         report.seconds,
         rate
     );

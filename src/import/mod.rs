@@ -9,6 +9,11 @@
 //!   added. Importing the same file again adds nothing; a log that grew adds its new turns. A
 //!   file whose history differs is refused (`Conflict`). Live agent logs (Claude Code, Codex)
 //!   hold back a last turn still waiting for its reply.
+//! - **Tool results** become evidence after the turns ([`tool_evidence`]). Those of every turn
+//!   of the file are looked at on each import, turns already there included: a result missing
+//!   from the index (an import interrupted while storing them, a write that failed) is stored
+//!   by the next import of the file. Each one that cannot be stored is listed in
+//!   [`FileReport::failed_tool_outputs`] with its ref and why; its turn stays imported.
 //! - **All or nothing on bad input**: the whole file is parsed and checked before anything is
 //!   written, so a malformed record leaves the index as it was. `skip_invalid` skips bad
 //!   records instead, each reported with its line and reason.
@@ -33,7 +38,7 @@ mod writer;
 
 pub use error::Error;
 pub use jsonl::{Line as CanonicalLine, LineTool as CanonicalTool};
-pub use tool_evidence::{TOOL_OUTPUT_DIR, ToolOutput, tool_output_ref};
+pub use tool_evidence::{FailedToolOutput, StoredToolOutputs, TOOL_OUTPUT_DIR, ToolOutput, tool_output_ref};
 pub use writer::BATCH_TURNS;
 
 use crate::gatekeeper::Gatekeeper;
@@ -140,8 +145,13 @@ pub struct FileReport {
     pub existing_turns: u64,
     /// Records skipped with their reasons.
     pub skipped: Vec<Skipped>,
-    /// Tool results stored as evidence (new or changed since the last import).
+    /// Tool results stored as evidence (new, or missing since an earlier import).
     pub tool_outputs: u64,
+    /// Tool results that could not be stored (their turns are imported).
+    pub tool_outputs_failed: u64,
+    /// Each of them, with its ref and why; importing the file again once the cause is
+    /// fixed stores them.
+    pub failed_tool_outputs: Vec<FailedToolOutput>,
 }
 
 fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
@@ -161,6 +171,8 @@ pub struct ImportReport {
     pub skipped: u64,
     /// Tool results stored as evidence.
     pub tool_outputs: u64,
+    /// Tool results that could not be stored (listed per file).
+    pub tool_outputs_failed: u64,
     /// Wall time in seconds.
     pub seconds: f64,
 }
@@ -365,6 +377,7 @@ pub(crate) fn import_files(
         existing_turns: 0,
         skipped: 0,
         tool_outputs: 0,
+        tool_outputs_failed: 0,
         seconds: 0.0,
     };
     // Turns of each session accounted for by earlier files of this import: a session fed by
@@ -377,6 +390,7 @@ pub(crate) fn import_files(
         report.existing_turns += file.existing_turns;
         report.skipped += file.skipped.len() as u64;
         report.tool_outputs += file.tool_outputs;
+        report.tool_outputs_failed += file.tool_outputs_failed;
         report.files.push(file);
         progress(Progress {
             files_done: done + 1,
@@ -442,7 +456,7 @@ fn import_file(
     Writer::new(gatekeeper, source, destinations).write_all(batches)?;
     // After the turns, in transactions of their own: a crash in between leaves the turns, and
     // importing the file again stores the outputs (those of turns already there included).
-    let tool_outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
+    let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
     Ok(FileReport {
         path: path.to_path_buf(),
         format,
@@ -450,7 +464,9 @@ fn import_file(
         new_turns,
         existing_turns,
         skipped: parsed.skipped,
-        tool_outputs,
+        tool_outputs: outputs.stored,
+        tool_outputs_failed: outputs.failed.len() as u64,
+        failed_tool_outputs: outputs.failed,
     })
 }
 
@@ -538,6 +554,75 @@ fn line_of_offset(bytes: &[u8], offset: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::Format;
+    use super::tool_evidence::{ToolOutput, outputs_of, tool_output_ref};
+    use super::turns::{ParsedTurn, ToolCall};
+    use crate::{Gatekeeper, Options};
+
+    fn turn_with(calls: &[(&str, &str)]) -> ParsedTurn {
+        let tools = calls
+            .iter()
+            .map(|(id, result)| ToolCall {
+                name: "Bash".into(),
+                call_id: Some((*id).into()),
+                result: Some((*result).into()),
+                ..Default::default()
+            })
+            .collect();
+        ParsedTurn { user: "u".into(), assistant: "a".into(), tools, ..Default::default() }
+    }
+
+    /// An index written before refs were unique has `a/b`'s output under `tool-output/a_b/`:
+    /// importing the log again finds it there and stores no second copy.
+    #[test]
+    fn outputs_stored_under_their_legacy_ref_are_not_stored_again() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        gk.session("a/b")?.add_turn("u", "a")?;
+        gk.session("a_b")?.add_turn("u", "a")?;
+        let turns = [turn_with(&[("call_1", "same output")])];
+        // What an older version stored: the session's output under the shared ref.
+        let outputs = outputs_of("a/b", 0, &turns);
+        let legacy = outputs[0].legacy_reference.clone().ok_or("a/b's ref changed")?;
+        assert_eq!(legacy.as_str(), "tool-output/a_b/call_1.txt");
+        let old = ToolOutput { reference: legacy.clone(), legacy_reference: None, ..outputs[0].clone() };
+        assert_eq!(gk.store_tool_outputs(&[old])?.stored, 1);
+
+        let again = gk.store_tool_outputs(&outputs)?;
+        assert_eq!((again.stored, again.failed.len()), (0, 0), "{again:?}");
+        // `a_b`'s own output has the ref it had before (`a_b` needs no digest), where the old
+        // version put `a/b`'s: reported, as evidence is never overwritten.
+        let other = outputs_of("a_b", 0, &[turn_with(&[("call_1", "a_b's own output")])]);
+        assert_eq!(other[0].reference, legacy);
+        let other_stored = gk.store_tool_outputs(&other)?;
+        assert_eq!((other_stored.stored, other_stored.failed.len()), (0, 1), "{other_stored:?}");
+        assert!(other_stored.failed[0].reason.contains("other content"), "{other_stored:?}");
+        assert_eq!(gk.list_evidence()?.len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn a_call_id_used_twice_in_a_session_is_reported_not_raced() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        gk.session("s")?.add_turn("u", "a")?;
+        let turns = [
+            turn_with(&[("dup", "first"), ("dup", "second"), ("ok", "third")]),
+            turn_with(&[("dup", "first")]),
+        ];
+        let outputs = outputs_of("s", 0, &turns);
+        let result = gk.store_tool_outputs(&outputs)?;
+        assert_eq!(result.stored, 2, "{result:?}");
+        assert_eq!(result.failed.len(), 1, "the same bytes again are no failure: {result:?}");
+        let failed = &result.failed[0];
+        assert_eq!(failed.evidence_ref, tool_output_ref("s", 0, 1, Some("dup"), "second").as_str());
+        assert!(failed.reason.contains("same ref"), "{failed:?}");
+        assert_eq!(gk.read_evidence(&failed.evidence_ref, None)?, b"first", "the first one is kept");
+        // An output of a session the index does not have is a failure too.
+        let missing = gk.store_tool_outputs(&outputs_of("nobody", 0, &turns[1..]))?;
+        assert!(missing.failed[0].reason.contains("session is not in the index"), "{missing:?}");
+        Ok(())
+    }
 
     #[test]
     fn json_names_are_the_command_line_names() {

@@ -200,6 +200,8 @@ pub fn import(
         existing_turns,
         skipped,
         tool_outputs: 0, // canonical lines carry no tool results
+        tool_outputs_failed: 0,
+        failed_tool_outputs: Vec::new(),
     })
 }
 

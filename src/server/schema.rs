@@ -250,6 +250,8 @@ pub struct ImportLogsOutput {
     skipped: u64,
     /// Tool results stored as evidence.
     tool_outputs: u64,
+    /// Tool results that could not be stored (listed per file).
+    tool_outputs_failed: u64,
     /// Wall time in seconds.
     seconds: f64,
     /// Version of this document.
@@ -273,6 +275,21 @@ struct FileReport {
     skipped: Vec<Skipped>,
     /// Tool results stored as evidence.
     tool_outputs: u64,
+    /// Tool results that could not be stored (their turns are imported).
+    tool_outputs_failed: u64,
+    /// Each of them; importing the file again once the cause is fixed stores them.
+    failed_tool_outputs: Vec<FailedToolOutput>,
+}
+
+/// A tool result that could not be stored as evidence.
+#[derive(JsonSchema)]
+struct FailedToolOutput {
+    /// The ref it was to be stored under.
+    evidence_ref: String,
+    /// The session it belongs to.
+    session: String,
+    /// Why it was not stored.
+    reason: String,
 }
 
 /// What happened to one session of a file.
