@@ -216,9 +216,7 @@ impl Gatekeeper {
     pub fn read_evidence(&self, reference: &str, pointer: Option<&str>) -> Result<Vec<u8>> {
         let reference = EvidenceRef::parse(reference)?;
         let bytes = self.read_file(&reference)?;
-        let Some(pointer) = pointer else {
-            return Ok(bytes);
-        };
+        let Some(pointer) = pointer else { return Ok(bytes) };
         let Document::Json(value) = Document::parse(&bytes) else {
             return Err(Error::Evidence(format!(
                 "{reference} is not a JSON document: read it without --pointer"
@@ -425,7 +423,7 @@ impl Gatekeeper {
         if document.links > 1 {
             let digest = xxhash_rust::xxh3::xxh3_64(&document.bytes);
             let indexed = self.store().read()?.evidence_by_ref(reference.as_str())?;
-            if !indexed.is_some_and(|(_, r)| r.digest == digest) {
+            if indexed.is_none_or(|(_, r)| r.digest != digest) {
                 return Err(Error::BadRef(format!(
                     "evidence ref {reference} is a file with {} hard links, which may lead outside the evidence root: copy it into the tree, or index the tree (`ctxgate evidence index`), which checks every link",
                     document.links
