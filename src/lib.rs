@@ -37,10 +37,10 @@ mod error;
 pub mod evidence;
 mod evidence_recall;
 mod evidence_store;
-pub mod gate;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gate;
 mod gatekeeper;
 mod history;
 mod idf;
