@@ -37,6 +37,16 @@ pub enum Error {
     /// A projection spec that cannot be used.
     #[error(transparent)]
     Spec(#[from] crate::evidence::SpecError),
+    /// A panic inside ctxgate (not inside redb, which panics on a damaged file): a bug.
+    #[error(
+        "internal error: {message} (at {location}); this is a bug in ctxgate: please report it with the command that caused it"
+    )]
+    Internal {
+        /// The panic's message.
+        message: String,
+        /// Where it was raised (file:line:column).
+        location: String,
+    },
     /// No session has this name.
     #[error("no session named {name:?}: `ctxgate sessions` lists them")]
     UnknownSession {
@@ -60,6 +70,7 @@ impl Error {
             Error::BadRef(_) => "bad_ref",
             Error::Evidence(_) => "evidence",
             Error::Spec(_) => "bad_spec",
+            Error::Internal { .. } => "internal",
         }
     }
 }

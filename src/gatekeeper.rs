@@ -112,6 +112,12 @@ pub struct Stats {
 }
 
 /// An open index: the entry point of the library.
+///
+/// # Damaged files
+/// redb can panic on a damaged file (a flipped bit, a cut file). Opening and every write
+/// return such a panic as a `damaged` error ([`crate::store::Error::Damaged`]); a read may
+/// still panic. Run calls on a file that may be damaged through [`crate::store::catch_damage`],
+/// as the CLI and the server do, and drop the `Gatekeeper` after a `damaged` error.
 pub struct Gatekeeper {
     store: Store,
     options: Options,

@@ -192,7 +192,8 @@ impl<'g> Session<'g> {
         };
         let outcome = self.gatekeeper.in_pool(|| pipeline::select(&view, &session, query, &params))?;
         let total = outcome.query.idf_of(outcome.query.full_mask());
-        let coverage = if total > 0.0 { outcome.query.idf_of(outcome.covered) / total } else { 0.0 };
+        // `+ 0.0`: a sum of no f64 is -0.0, which printed as "-0%" (issue 23).
+        let coverage = if total > 0.0 { outcome.query.idf_of(outcome.covered) / total + 0.0 } else { 0.0 };
         let blocks = outcome
             .blocks
             .into_iter()

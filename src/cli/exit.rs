@@ -15,6 +15,8 @@ pub enum ExitCode {
     NeedsRebuild = 3,
     /// Another process holds the index.
     Busy = 4,
+    /// The index file is damaged.
+    Damaged = 5,
 }
 
 impl ExitCode {
@@ -23,6 +25,7 @@ impl ExitCode {
         match err.downcast_ref::<Error>().map(Error::kind) {
             Some("needs_rebuild") => ExitCode::NeedsRebuild,
             Some("busy") => ExitCode::Busy,
+            Some("damaged") => ExitCode::Damaged,
             _ => ExitCode::Error,
         }
     }

@@ -35,7 +35,10 @@ Exit codes:
   2  usage error
   3  the index needs `ctxgate rebuild` (built by another version's anchor rules or format,
      or the run file of an interrupted import is lost)
-  4  the index is busy (another process holds it)";
+  4  the index is busy (another process holds it)
+  5  the index file is damaged (a flipped bit, a cut file): `ctxgate rebuild` derives a new
+     one from the turns it still holds, else restore it from a backup
+An internal error (a bug in ctxgate, to report) exits 1 with an error of kind `internal`.";
 
 /// A context gatekeeper for LLM agents: for each query, the past turns it needs, within a
 /// token budget, and why. Sparse anchors and IDF only: no embeddings, no LLM calls.
@@ -160,34 +163,55 @@ pub fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let db = match cli.db {
+    let global = global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root)?;
+    let db = global.db.clone();
+    // A damaged file can make redb panic anywhere in a command: that is an error naming the
+    // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
+    let result = ctxgate::store::catch_panic(&db, || dispatch(&global, cli.command));
+    let mut err = match result {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(err)) => err,
+        Err(err) => anyhow::Error::from(err),
+    };
+    if let Some(inner) = err.downcast_mut::<ctxgate::Error>() {
+        let taken = std::mem::replace(inner, ctxgate::Error::Evidence(String::new()));
+        *inner = ctxgate::store::name_damaged_file(taken, &db);
+    }
+    Err(err)
+}
+
+fn global(
+    db: Option<PathBuf>,
+    json: bool,
+    threads: usize,
+    busy_timeout: f64,
+    evidence_root: Option<PathBuf>,
+) -> anyhow::Result<Global> {
+    let db = match db {
         Some(path) => path,
         None => default_db()?,
     };
-    let global = Global {
-        db,
-        json: cli.json,
-        threads: cli.threads,
-        busy_timeout: cli.busy_timeout,
-        evidence_root: cli.evidence_root,
-    };
-    match cli.command {
-        Command::Add(args) => add::run(&global, &args),
-        Command::Select(args) => select::run(&global, &args),
-        Command::Gate(args) => gate::run(&global, &args),
-        Command::Prompt(args) => prompt::run(&global, &args),
-        Command::Import(args) => import::run(&global, &args),
-        Command::Export(args) => export::run(&global, &args),
-        Command::Show(args) => show::run(&global, &args),
-        Command::Search(args) => search::run(&global, &args),
-        Command::Sessions => sessions::run(&global),
-        Command::Stats => stats::run(&global),
-        Command::Verify => verify::run(&global),
-        Command::Forget(args) => forget::run(&global, &args),
-        Command::Compact => compact::run(&global),
-        Command::Rebuild => rebuild::run(&global),
-        Command::Serve(args) => serve::run(&global, &args),
-        Command::Evidence(args) => evidence::run(&global, &args),
+    Ok(Global { db, json, threads, busy_timeout, evidence_root })
+}
+
+fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Add(args) => add::run(global, &args),
+        Command::Select(args) => select::run(global, &args),
+        Command::Gate(args) => gate::run(global, &args),
+        Command::Prompt(args) => prompt::run(global, &args),
+        Command::Import(args) => import::run(global, &args),
+        Command::Export(args) => export::run(global, &args),
+        Command::Show(args) => show::run(global, &args),
+        Command::Search(args) => search::run(global, &args),
+        Command::Sessions => sessions::run(global),
+        Command::Stats => stats::run(global),
+        Command::Verify => verify::run(global),
+        Command::Forget(args) => forget::run(global, &args),
+        Command::Compact => compact::run(global),
+        Command::Rebuild => rebuild::run(global),
+        Command::Serve(args) => serve::run(global, &args),
+        Command::Evidence(args) => evidence::run(global, &args),
     }
 }
 

@@ -57,6 +57,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     if global.json { output::print_json(&selection) } else { output::print_text(&describe(&selection)) }
 }
 
+/// `share` (0..1) in percent, never "-0" (a share of nothing may be -0.0).
+fn percent(share: f64) -> f64 {
+    share * 100.0 + 0.0
+}
+
 fn describe(selection: &Selection) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "gate      {}", gate::describe(&selection.decision));
@@ -67,7 +72,7 @@ fn describe(selection: &Selection) -> String {
         "budget    {} of {} tokens, coverage {:.0}%, {} block{}, {} evidence",
         selection.budget.used,
         selection.budget.limit,
-        selection.coverage * 100.0,
+        percent(selection.coverage),
         selection.blocks.len(),
         if selection.blocks.len() == 1 { "" } else { "s" },
         selection.evidence.len()

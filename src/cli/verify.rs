@@ -51,7 +51,8 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
         Ok(())
     } else {
         anyhow::bail!(
-            "the index has {} inconsistencies: run `ctxgate rebuild` to derive it again from the stored turns",
+            "{} has {} inconsistencies: run `ctxgate rebuild` to derive it again from the stored turns",
+            global.db.display(),
             report.problem_count
         )
     }

@@ -424,14 +424,39 @@ impl Core {
         }
     }
 
-    /// Opens the index, runs `f`, and drops the index before returning.
-    fn with_index(
-        &self,
-        f: impl FnOnce(&Gatekeeper) -> Result<Value, ToolError>,
-    ) -> Result<Value, ToolError> {
+    /// Opens the index, runs `f`, and drops the index before returning. A damaged file is a
+    /// tool error of kind `damaged` naming it (redb may panic on one: caught here, so the
+    /// server goes on serving), and any other panic one of kind `internal`.
+    fn with_index(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
         let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let gatekeeper = Gatekeeper::open(&self.db, self.options.clone())?;
-        f(&gatekeeper)
+        let caught = crate::store::catch_panic(&self.db, || {
+            let gatekeeper = Gatekeeper::open(&self.db, self.options.clone())?;
+            f(&gatekeeper)
+        });
+        match caught {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(Failure::Library(e))) | Err(e) => Err(crate::store::name_damaged_file(e, &self.db).into()),
+            Ok(Err(Failure::Tool(e))) => Err(e),
+        }
+    }
+}
+
+/// Why a call on the open index failed: a library error (named with the file when it says
+/// the file is damaged, which only [`Core::with_index`] knows), or a tool error already made.
+enum Failure {
+    Library(Error),
+    Tool(ToolError),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Library(e)
+    }
+}
+
+impl From<ToolError> for Failure {
+    fn from(e: ToolError) -> Self {
+        Failure::Tool(e)
     }
 }
 
@@ -488,7 +513,7 @@ struct Read<'a> {
 }
 
 /// `value` as a JSON object with `schema_version` added, as the CLI prints it.
-fn document(value: &impl Serialize) -> Result<Value, ToolError> {
+fn document(value: &impl Serialize) -> Result<Value, Failure> {
     let mut document = serde_json::to_value(value)
         .map_err(|e| ToolError { kind: "internal", message: format!("cannot serialize the result: {e}") })?;
     if let Some(object) = document.as_object_mut() {

@@ -19,6 +19,12 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// The path names something other than a regular file (a FIFO, a device, a socket).
+    #[error("{} is not a regular file: pass the path of an index file, or of a new file to create one", .path.display())]
+    NotARegularFile {
+        /// The path.
+        path: PathBuf,
+    },
     /// The file was written by a newer ctxgate.
     #[error("{} has index format {found}, newer than this ctxgate supports ({supported}): upgrade ctxgate", .path.display())]
     TooNew {
@@ -72,6 +78,27 @@ pub enum Error {
         /// The run file.
         path: PathBuf,
     },
+    /// The index file is damaged (a flipped bit, a cut file): the database engine found a page
+    /// it cannot read, or a record does not decode.
+    #[error("{} is damaged: {detail}; run `ctxgate rebuild`, which derives a new index from the turns the file still holds (then `ctxgate verify` checks it), or if that fails too, restore the file from a backup", .path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What was found.
+        detail: String,
+    },
+    /// The run file of an interrupted import does not hold what the index recorded of it.
+    /// `verify` cannot help (opening the index merges the runs first); `rebuild` reads only the
+    /// stored turns.
+    #[error("{} is damaged (run {run}: {what}): it holds the postings of an import that was interrupted; run `ctxgate rebuild` to derive them again from the stored turns", .path.display())]
+    RunsDamaged {
+        /// The run file.
+        path: PathBuf,
+        /// The run that does not read back.
+        run: u32,
+        /// What is wrong with it.
+        what: String,
+    },
     /// The database engine failed.
     #[error("index database error")]
     Database(#[source] redb::Error),
@@ -82,11 +109,14 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::MissingDirectory { .. } | Error::Io { .. } => "io",
-            Error::NotAnIndex { .. } => "not_an_index",
+            Error::NotAnIndex { .. } | Error::NotARegularFile { .. } => "not_an_index",
             Error::TooNew { .. } => "needs_upgrade",
-            Error::NeedsRebuild { .. } | Error::RunsMissing { .. } => "needs_rebuild",
+            Error::NeedsRebuild { .. } | Error::RunsMissing { .. } | Error::RunsDamaged { .. } => {
+                "needs_rebuild"
+            }
             Error::Busy { .. } => "busy",
             Error::Corrupt { .. } => "corrupt",
+            Error::Damaged { .. } => "damaged",
             Error::Database(_) => "database",
         }
     }

@@ -39,6 +39,7 @@
 //! a leaf at a time (module `sorted`).
 
 mod cursor;
+mod damage;
 mod error;
 pub(crate) mod evidence;
 mod format;
@@ -55,6 +56,7 @@ mod tables;
 mod view;
 
 pub use cursor::PostingCursor;
+pub use damage::{catch_damage, catch_panic, name_damaged_file};
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub use keys::anchor_hash;
@@ -109,14 +111,23 @@ impl Store {
     ///
     /// # Errors
     /// [`Error::MissingDirectory`], [`Error::NotAnIndex`], [`Error::TooNew`],
-    /// [`Error::NeedsRebuild`], [`Error::Busy`] after `busy_timeout`.
+    /// [`Error::NeedsRebuild`], [`Error::Busy`] after `busy_timeout`, [`Error::Damaged`]
+    /// (redb panicked reading the file, or found it inconsistent).
     pub fn open(path: &Path, options: &StoreOptions) -> Result<Store, Error> {
+        damage::catch_redb_panic(path, || Store::open_checked(path, options))
+    }
+
+    fn open_checked(path: &Path, options: &StoreOptions) -> Result<Store, Error> {
         let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         if !parent.is_dir() {
             return Err(Error::MissingDirectory { path: parent.to_path_buf() });
         }
         if path.is_dir() {
             return Err(Error::NotAnIndex { path: path.to_path_buf() });
+        }
+        // A FIFO or a device would block the first read or fail with EINVAL (issue 23).
+        if path.metadata().is_ok_and(|m| !m.is_file()) {
+            return Err(Error::NotARegularFile { path: path.to_path_buf() });
         }
         let existed = path.metadata().map(|m| m.len() > 0).unwrap_or(false);
         if existed {
@@ -227,8 +238,7 @@ impl Store {
         let txn = self.db.begin_read()?;
         match txn.open_table(META) {
             Ok(table) => {
-                let bytes =
-                    table.get(META_KEY)?.ok_or_else(|| Error::NotAnIndex { path: self.path.clone() })?;
+                let bytes = table.get(META_KEY)?.ok_or_else(|| meta_missing(&self.path, &txn))?;
                 format::check_meta(&self.path, bytes.value())?;
                 let has_evidence = txn.list_tables()?.any(|t| redb::TableHandle::name(&t) == "evidence");
                 drop(table);
@@ -308,8 +318,16 @@ impl Store {
         )
     }
 
-    /// Runs `f` in one durable write transaction; commits only if `f` succeeds.
+    /// Runs `f` in one durable write transaction; commits only if `f` succeeds. A panic
+    /// inside redb (a damaged file) is [`Error::Damaged`].
     pub fn write<T, E: From<Error>>(
+        &self,
+        f: impl FnOnce(&mut View<WriteSource<'_>>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        damage::catch_redb_panic(&self.path, || self.write_unguarded(f))
+    }
+
+    fn write_unguarded<T, E: From<Error>>(
         &self,
         f: impl FnOnce(&mut View<WriteSource<'_>>) -> Result<T, E>,
     ) -> Result<T, E> {
@@ -413,8 +431,30 @@ fn create_evidence_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
     Ok(())
 }
 
+/// A `meta` table without its record: a damaged index if the file has the other tables an
+/// index is created with in the same transaction (a key whose bytes changed), else a file of
+/// another program.
+fn meta_missing(path: &Path, txn: &redb::ReadTransaction) -> Error {
+    let names: Vec<String> = match txn.list_tables() {
+        Ok(tables) => tables.map(|t| t.name().to_string()).collect(),
+        Err(_) => Vec::new(),
+    };
+    use redb::TableHandle;
+    let ours = [SESSION_NAMES.name(), TURNS.name(), POSTINGS.name()];
+    if ours.iter().all(|name| names.iter().any(|n| n == name)) {
+        Error::Damaged { path: path.to_path_buf(), detail: "its meta table has no meta record".into() }
+    } else {
+        Error::NotAnIndex { path: path.to_path_buf() }
+    }
+}
+
 /// The first bytes of every redb file.
 const REDB_MAGIC: &[u8] = b"redb\x1a\x0a\xa9\x0d\x0a";
+
+/// How many bits differ between `a` and `b`.
+fn bits_apart(a: &[u8], b: &[u8]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum()
+}
 
 /// Checks, without modifying it, that an existing file is a ctxgate index of this version.
 fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
@@ -423,6 +463,11 @@ fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
     let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
     match read {
         Ok(()) if head == REDB_MAGIC => {}
+        // A bit or two off: a damaged redb header, not a file of another format.
+        Ok(()) if bits_apart(&head, REDB_MAGIC) <= 2 => {
+            let detail = "its first bytes are not quite redb's".into();
+            return Err(Error::Damaged { path: path.to_path_buf(), detail });
+        }
         Ok(()) => return Err(not_ours()),
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(not_ours()),
         Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
@@ -443,7 +488,7 @@ fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
     let txn = db.begin_read()?;
     match txn.open_table(META) {
         Ok(table) => {
-            let bytes = table.get(META_KEY)?.ok_or_else(not_ours)?;
+            let bytes = table.get(META_KEY)?.ok_or_else(|| meta_missing(path, &txn))?;
             format::check_meta(path, bytes.value())?;
             Ok(())
         }
@@ -475,11 +520,13 @@ fn with_busy_wait<T>(
             Err(redb::DatabaseError::Storage(redb::StorageError::Io(source))) => {
                 return Err(Error::Io { path: path.to_path_buf(), source });
             }
-            Err(
-                redb::DatabaseError::UpgradeRequired(_)
-                | redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)),
-            ) => {
+            Err(redb::DatabaseError::UpgradeRequired(_)) => {
                 return Err(Error::NotAnIndex { path: path.to_path_buf() });
+            }
+            // The file begins as a redb file does (`check_existing` looked), so it is damaged.
+            Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(message))) => {
+                let detail = format!("the database engine reports: {message}");
+                return Err(Error::Damaged { path: path.to_path_buf(), detail });
             }
             Err(e) => return Err(e.into()),
         }

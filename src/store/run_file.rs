@@ -164,10 +164,11 @@ impl RunReader {
         let end = span.end()?;
         let file_len = file.metadata().map_err(io)?.len();
         if file_len < end {
-            return Err(corrupt(
-                format!("run {run} in {}", path.display()),
-                format!("the file ends at byte {file_len}, before the run's end at {end}"),
-            ));
+            return Err(Error::RunsDamaged {
+                path: path.to_path_buf(),
+                run,
+                what: format!("the file ends at byte {file_len}, before the run's end at {end}"),
+            });
         }
         file.seek(SeekFrom::Start(span.offset)).map_err(io)?;
         Ok(RunReader {
@@ -227,7 +228,7 @@ impl RunReader {
     }
 
     fn damaged(&self, what: &str) -> Error {
-        corrupt(format!("run {} in {}", self.run, self.path.display()), what)
+        Error::RunsDamaged { path: self.path.clone(), run: self.run, what: what.into() }
     }
 }
 

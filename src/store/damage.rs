@@ -1,0 +1,280 @@
+//! A damaged index file is an error, never a panic (issue 23).
+//!
+//! redb trusts the pages it reads: a flipped bit or a cut file can make it unwrap a string that
+//! is not UTF-8, slice past a page's end or reach an `unreachable!` (debug builds also stop at
+//! its internal consistency assertions). [`catch_damage`] runs a piece of work on an index and
+//! turns such a panic into [`Error::Damaged`] naming the file and what to do; a panic raised
+//! anywhere else is a bug in ctxgate, returned as [`crate::Error::Internal`] with its message
+//! and location. Errors that say the file is damaged ([`Error::Corrupt`], a redb `Corrupted`
+//! storage error) come back as [`Error::Damaged`] too, so every way a damaged file shows has
+//! one kind (`damaged`) and one message.
+//!
+//! Telling the two kinds of panic apart needs the panic's location, which only a panic hook
+//! sees. The first catch installs one (keeping the hook that was there before): while a catch
+//! is running, it records where each panic was raised and keeps redb's panics (and any panic
+//! on a thread that runs [`catch_panic`], which reports it as an error) off stderr, logging them at debug level instead;
+//! every other panic goes to the previous hook as before. rayon raises a worker's panic again
+//! in the thread that called it, so one record serves both threads.
+
+use super::Error;
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, Location};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, Once};
+
+/// What the hook saw of a panic.
+#[derive(Debug, Clone)]
+struct Raised {
+    message: String,
+    location: String,
+    in_redb: bool,
+}
+
+/// The first panic raised while a catch was running and not yet claimed by one.
+static RAISED: Mutex<Option<Raised>> = Mutex::new(None);
+/// Catches running in the process, on any thread.
+static CATCHES: AtomicUsize = AtomicUsize::new(0);
+static HOOK: Once = Once::new();
+
+thread_local! {
+    /// Catches running on this thread (nested ones included).
+    static CATCHES_HERE: Cell<usize> = const { Cell::new(0) };
+    /// Those of them that report any panic as an error ([`catch_panic`]).
+    static REPORTING_HERE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f` on the index at `path`, so that a damaged file is an error: a panic raised inside
+/// redb becomes [`Error::Damaged`], any other panic [`crate::Error::Internal`], and an error
+/// of `f` that says the file is damaged is returned as [`Error::Damaged`] naming `path`.
+///
+/// The CLI and `ctxgate serve` run every command and tool call through this. A library user
+/// reading an index that may be damaged wraps its calls the same way, and drops the
+/// [`crate::Gatekeeper`] after a `damaged` error: redb's state after a panic is not worth
+/// trusting.
+///
+/// # Errors
+/// `f`'s errors, and the two above.
+pub fn catch_damage<T>(path: &Path, f: impl FnOnce() -> crate::Result<T>) -> crate::Result<T> {
+    catch_panic(path, f).and_then(|result| result).map_err(|err| name_damaged_file(err, path))
+}
+
+/// Runs `f`, turning a panic into an error as [`catch_damage`] does, but leaves `f`'s own
+/// result alone (for callers whose errors are not [`crate::Error`]; see [`name_damaged_file`]).
+///
+/// # Errors
+/// [`Error::Damaged`] for a panic raised inside redb, [`crate::Error::Internal`] for any
+/// other panic.
+pub fn catch_panic<T>(path: &Path, f: impl FnOnce() -> T) -> crate::Result<T> {
+    catch(f, true).map_err(|(_, raised)| {
+        if raised.in_redb {
+            Error::Damaged { path: path.to_path_buf(), detail: DAMAGED_PAGE.into() }.into()
+        } else {
+            crate::Error::Internal { message: raised.message, location: raised.location }
+        }
+    })
+}
+
+/// Runs `f`, turning a panic raised inside redb into [`Error::Damaged`] naming `path`; any
+/// other panic goes on (for an outer [`catch_panic`] to report). The store's own entry points
+/// (open, write) run through this, so a library user's writes are covered without a catch.
+pub(crate) fn catch_redb_panic<T, E: From<Error>>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    match catch(f, false) {
+        Ok(result) => result,
+        Err((_, raised)) if raised.in_redb => {
+            Err(Error::Damaged { path: path.to_path_buf(), detail: DAMAGED_PAGE.into() }.into())
+        }
+        Err((payload, raised)) => {
+            // Put the record back for the catch this panic goes on to.
+            let mut slot = lock_raised();
+            if slot.is_none() {
+                *slot = Some(raised);
+            }
+            drop(slot);
+            std::panic::resume_unwind(payload)
+        }
+    }
+}
+
+type Payload = Box<dyn std::any::Any + Send>;
+
+/// Runs `f` under `catch_unwind`, with the hook recording where a panic was raised;
+/// `reporting`: every panic becomes an error (so the hook need not print it).
+fn catch<T>(f: impl FnOnce() -> T, reporting: bool) -> Result<T, (Payload, Raised)> {
+    install_hook();
+    if CATCHES_HERE.get() == 0 {
+        // A record left by a panic that something else caught is not this call's.
+        *lock_raised() = None;
+    }
+    CATCHES_HERE.set(CATCHES_HERE.get() + 1);
+    REPORTING_HERE.set(REPORTING_HERE.get() + usize::from(reporting));
+    CATCHES.fetch_add(1, Ordering::SeqCst);
+    // Unwind safety: after a panic nothing `f` touched is used again here, and the error tells
+    // the caller to drop the index handle.
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    CATCHES.fetch_sub(1, Ordering::SeqCst);
+    REPORTING_HERE.set(REPORTING_HERE.get() - usize::from(reporting));
+    CATCHES_HERE.set(CATCHES_HERE.get() - 1);
+    result.map_err(|payload| {
+        let raised = lock_raised().take().unwrap_or_else(|| Raised {
+            // Another hook replaced ours after it was installed: no location to go by.
+            message: payload_message(payload.as_ref()),
+            location: "an unknown location".into(),
+            in_redb: false,
+        });
+        (payload, raised)
+    })
+}
+
+/// What [`Error::Damaged`] says after redb panicked (its message is logged at debug level).
+const DAMAGED_PAGE: &str = "the database engine found a page it cannot read";
+
+/// `err` naming `path` if it says the index file is damaged (a record that does not decode, a
+/// redb `Corrupted` storage error), as [`Error::Damaged`]; any other error as it is.
+pub fn name_damaged_file(err: crate::Error, path: &Path) -> crate::Error {
+    match err {
+        crate::Error::Store(store) => crate::Error::Store(store.naming_damaged_file(path)),
+        other => other,
+    }
+}
+
+impl Error {
+    /// This error as [`Error::Damaged`] naming `path`, if it says the file is damaged.
+    pub(crate) fn naming_damaged_file(self, path: &Path) -> Error {
+        let detail = match &self {
+            Error::Corrupt { what } => format!("a record does not decode: {what}"),
+            Error::Database(e) => match corrupted_message(e) {
+                Some(message) => format!("the database engine reports: {message}"),
+                None => return self,
+            },
+            _ => return self,
+        };
+        Error::Damaged { path: path.to_path_buf(), detail }
+    }
+}
+
+/// The message of a redb `Corrupted` storage error, wherever redb wrapped it.
+fn corrupted_message(e: &redb::Error) -> Option<&str> {
+    match e {
+        redb::Error::Corrupted(message) => Some(message),
+        _ => None,
+    }
+}
+
+fn lock_raised() -> std::sync::MutexGuard<'static, Option<Raised>> {
+    RAISED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn payload_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".into()
+    }
+}
+
+fn install_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CATCHES.load(Ordering::SeqCst) == 0 {
+                return previous(info);
+            }
+            let location = info.location();
+            let raised = Raised {
+                message: payload_message(info.payload()),
+                location: location.map_or_else(|| "an unknown location".into(), Location::to_string),
+                in_redb: location.is_some_and(|l| is_redb_source(l.file())),
+            };
+            let quiet = raised.in_redb || REPORTING_HERE.get() > 0;
+            if quiet {
+                log::debug!("panic at {}: {}", raised.location, raised.message);
+            }
+            let mut slot = lock_raised();
+            if slot.is_none() {
+                *slot = Some(raised);
+            }
+            drop(slot);
+            if !quiet {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Whether `file` (a panic location's path) is a source file of the redb crate: under
+/// `redb-<version>/src/` (crates.io), `redb/src/` (vendored), or a git checkout of redb.
+fn is_redb_source(file: &str) -> bool {
+    let parts: Vec<&str> = file.split(['/', '\\']).collect();
+    parts.windows(2).any(|pair| match pair {
+        [name, next] => {
+            let versioned =
+                name.strip_prefix("redb-").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+            (*name == "redb" || versioned) && *next == "src"
+                || (*name == "checkouts" && next.starts_with("redb-"))
+        }
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redb_sources_are_told_from_others() {
+        let rows = [
+            ("/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/redb-4.6.0/src/types.rs", true),
+            ("C:\\Users\\a\\.cargo\\registry\\src\\index\\redb-2.1.0\\src\\tree_store\\btree.rs", true),
+            ("/home/a/.cargo/git/checkouts/redb-1a2b3c/4d5e6f7/src/db.rs", true),
+            ("vendor/redb/src/db.rs", true),
+            ("src/store/mod.rs", false),
+            ("/work/redb-notes/ctxgate/src/store/mod.rs", false),
+            (
+                "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/redb-derive-1.0.0/src/lib.rs",
+                false,
+            ),
+            ("/rustc/59807616e1fa/library/core/src/str/mod.rs", false),
+        ];
+        for (file, expected) in rows {
+            assert_eq!(is_redb_source(file), expected, "{file}: is it a redb source file?");
+        }
+    }
+
+    #[test]
+    fn a_panic_outside_redb_is_an_internal_error_with_its_location() {
+        let path = Path::new("index.redb");
+        let err = catch_panic(path, || -> u32 { panic!("boom {}", 7) }).unwrap_err();
+        match &err {
+            crate::Error::Internal { message, location } => {
+                assert_eq!(message, "boom 7");
+                assert!(location.starts_with(&format!("{}:", file!())), "{location}");
+            }
+            other => panic!("expected an internal error, got {other:?}"),
+        }
+        assert_eq!(err.kind(), "internal");
+        assert_eq!(catch_panic(path, || 5).unwrap(), 5, "no panic: the value comes back");
+    }
+
+    #[test]
+    fn damage_errors_name_the_file() {
+        let path = Path::new("/data/index.redb");
+        let corrupt: crate::Error = Error::Corrupt { what: "turn 3".into() }.into();
+        let err = name_damaged_file(corrupt, path);
+        assert_eq!(err.kind(), "damaged");
+        assert!(
+            err.to_string().starts_with("/data/index.redb is damaged: a record does not decode: turn 3"),
+            "{err}"
+        );
+        let redb: crate::Error = Error::from(redb::StorageError::Corrupted("bad page".into())).into();
+        let err = name_damaged_file(redb, path);
+        assert!(err.to_string().contains("the database engine reports: bad page"), "{err}");
+        let busy: crate::Error = Error::Busy { path: path.into(), waited: std::time::Duration::ZERO }.into();
+        assert_eq!(name_damaged_file(busy, path).kind(), "busy", "other errors stay as they are");
+    }
+}
