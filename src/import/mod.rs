@@ -9,7 +9,7 @@
 //!   added. Importing the same file again adds nothing; a log that grew adds its new turns. A
 //!   file whose history differs is refused (`Conflict`). Live agent logs (Claude Code, Codex)
 //!   hold back a last turn still waiting for its reply.
-//! - **Tool results** become evidence after the turns ([`tool_evidence`]). Those of every turn
+//! - **Tool results** become evidence after the turns (`tool_evidence`). Those of every turn
 //!   of the file are looked at on each import, turns already there included: a result missing
 //!   from the index (an import interrupted while storing them, a write that failed) is stored
 //!   by the next import of the file. Each one that cannot be stored is listed in

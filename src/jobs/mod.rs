@@ -5,7 +5,7 @@
 //! A crash leaves the index as it was before or after each of a job's transactions, never
 //! between: `forget` is one transaction, `compact` a few and the engine's compaction, and
 //! `rebuild` writes a new file that replaces the old one only when complete. `rebuild` and
-//! `compact` are exclusive per index ([`lock`]).
+//! `compact` are exclusive per index (`INDEX.lock`).
 //! The jobs re-derive a turn's anchors from its stored text exactly as adding it did.
 
 mod compact;

@@ -81,7 +81,7 @@ pub fn rebuild_scratch_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// is written beside the old one (`<name>.rebuild-<pid>`) in bounded transactions, compacted,
 /// given the old file's permissions and owner, then renamed over it: a crash before the rename
 /// leaves the old index untouched. An index path that is a link keeps pointing at the rebuilt
-/// file. Only one job runs per index at a time ([`super::lock`]); a second waits the busy
+/// file. Only one job runs per index at a time (`INDEX.lock`); a second waits the busy
 /// timeout, then fails `busy`.
 ///
 /// # Errors
