@@ -69,6 +69,18 @@ fn root_arg(tree: &Tree) -> &str {
     tree.root.to_str().unwrap()
 }
 
+/// `ctxgate --evidence-root ROOT --json evidence ARGS...`.
+fn evidence(env: &TestEnv, tree: &Tree, args: &[&str]) -> TestResult<common::Run> {
+    let mut all = vec!["--evidence-root", root_arg(tree), "--json", "evidence"];
+    all.extend_from_slice(args);
+    env.run(all)
+}
+
+/// `evidence put --ref REFERENCE FILE`.
+fn put(env: &TestEnv, tree: &Tree, reference: &str, file: &Path) -> TestResult<common::Run> {
+    evidence(env, tree, &["put", "--ref", reference, file.to_str().ok_or("utf-8 path")?])
+}
+
 /// Runs `body` with the swapper going; returns the number of swaps.
 fn with_swaps(tree: &Tree, pause: Duration, body: impl FnOnce() -> TestResult) -> TestResult<u64> {
     /// Stops the swapper however `body` ends, a failed assertion included (the scope waits
@@ -148,16 +160,7 @@ fn evidence_put_never_writes_outside_the_root() -> TestResult {
         while puts < 300 && Instant::now() < deadline {
             let reference = format!("w/doc{puts}.json");
             puts += 1;
-            let run = env.run([
-                "--evidence-root",
-                root_arg(&tree),
-                "--json",
-                "evidence",
-                "put",
-                "--ref",
-                &reference,
-                input.to_str().unwrap(),
-            ])?;
+            let run = put(&env, &tree, &reference, &input)?;
             match run.code {
                 Some(0) => {}
                 Some(1) => {
@@ -190,8 +193,7 @@ fn evidence_show_never_reads_outside_the_root() -> TestResult {
         while shows < 300 && Instant::now() < deadline {
             shows += 1;
             for command in ["show", "project"] {
-                let run =
-                    env.run(["--evidence-root", root_arg(&tree), "evidence", command, "w/doc0.json"])?;
+                let run = evidence(&env, &tree, &[command, "w/doc0.json"])?;
                 assert!(
                     !run.stdout.contains("hunter2"),
                     "{command} {shows}: read outside the root: {}",
@@ -218,27 +220,11 @@ fn a_link_in_place_of_a_directory_is_refused_by_every_access() -> TestResult {
     let input = env.dir.path().join("input.json");
     std::fs::write(&input, INSIDE)?;
     let link = tree.link.strip_prefix(&tree.root)?.to_str().unwrap().to_string();
-    let put = env.run([
-        "--evidence-root",
-        root_arg(&tree),
-        "--json",
-        "evidence",
-        "put",
-        "--ref",
-        &format!("{link}/new.json"),
-        input.to_str().unwrap(),
-    ])?;
-    assert_eq!(put.expect_code(1)?.json_error()?.error.kind, "bad_ref");
+    let refused = put(&env, &tree, &format!("{link}/new.json"), &input)?;
+    assert_eq!(refused.expect_code(1)?.json_error()?.error.kind, "bad_ref");
     assert_eq!(tree.outside_files()?, 1);
     for command in ["show", "project"] {
-        let run = env.run([
-            "--evidence-root",
-            root_arg(&tree),
-            "--json",
-            "evidence",
-            command,
-            &format!("{link}/doc0.json"),
-        ])?;
+        let run = evidence(&env, &tree, &[command, &format!("{link}/doc0.json")])?;
         assert_eq!(run.expect_code(1)?.json_error()?.error.kind, "bad_ref", "{command}");
     }
     assert!(Path::new(&tree.outside).join("doc0.json").exists());
@@ -257,23 +243,15 @@ fn a_temporary_file_left_by_a_killed_put_blocks_no_retry() -> TestResult {
     std::fs::write(tree.dir.join(".doc.json.ctxgate-tmp"), "{\"val")?;
     let dead = tree.dir.join(".ctxgate-tmp.0-3");
     std::fs::write(&dead, "{\"val")?;
-    let put = |reference: &str| {
-        env.run([
-            "--evidence-root",
-            root_arg(&tree),
-            "--json",
-            "evidence",
-            "put",
-            "--ref",
-            reference,
-            input.to_str().unwrap(),
-        ])
-    };
-    put("w/doc.json")?.ok()?;
+    put(&env, &tree, "w/doc.json", &input)?.ok()?;
     assert_eq!(std::fs::read_to_string(tree.dir.join("doc.json"))?, INSIDE);
     // The names of temporary files are not refs.
     for reserved in ["w/.doc.json.ctxgate-tmp", "w/.ctxgate-tmp.0-3", "w/.ctxgate-tmp"] {
-        assert_eq!(put(reserved)?.expect_code(1)?.json_error()?.error.kind, "bad_ref", "{reserved}");
+        assert_eq!(
+            put(&env, &tree, reserved, &input)?.expect_code(1)?.json_error()?.error.kind,
+            "bad_ref",
+            "{reserved}"
+        );
     }
     let db = env.dir.path().join("walk.redb");
     common::run_at(&db, ["evidence", "index", root_arg(&tree)])?.ok()?;
