@@ -363,7 +363,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 #[test]
-fn r23_damage_that_made_redb_panic_is_a_damaged_error_with_exit_5() -> TestResult {
+fn damage_that_made_redb_panic_is_a_damaged_error_with_exit_5() -> TestResult {
     let mut failures = Vec::new();
     for regression in &REGRESSIONS {
         let mut bytes = pristine().bytes.clone();
@@ -492,7 +492,7 @@ fn interrupted_import(db: &Path, dir: &Path) -> TestResult {
 }
 
 #[test]
-fn r23_a_damaged_run_file_names_rebuild_which_recovers_not_verify() -> TestResult {
+fn a_damaged_run_file_names_rebuild_which_recovers_not_verify() -> TestResult {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("index.redb");
     interrupted_import(&db, dir.path())?;

@@ -87,7 +87,7 @@ fn listed(env: &TestEnv) -> TestResult<Vec<ListedDoc>> {
 /// shared their first 120 bytes; 2 of these 4 results were stored, and `--json` said
 /// `"tool_outputs": 2` with nothing about the others.
 #[test]
-fn r23_8_sessions_that_sanitize_alike_keep_every_result() -> TestResult {
+fn sessions_that_sanitize_alike_keep_every_result() -> TestResult {
     let env = TestEnv::new()?;
     let long = "s".repeat(125);
     let (long_1, long_2) = (format!("{long}-1"), format!("{long}-2"));
@@ -117,7 +117,7 @@ fn r23_8_sessions_that_sanitize_alike_keep_every_result() -> TestResult {
 /// import stores exactly the missing outputs. The states an import killed while storing
 /// outputs leaves (a file written but not indexed, or neither) are recovered the same way.
 #[test]
-fn r23_4_failed_and_missing_outputs_are_reported_and_stored_on_the_next_import() -> TestResult {
+fn failed_and_missing_outputs_are_reported_and_stored_on_the_next_import() -> TestResult {
     let env = TestEnv::new()?;
     let calls = |session: &str| -> Vec<(String, String)> {
         (1..=3).map(|i| (format!("call_{i}"), format!("output {i} of {session}"))).collect()

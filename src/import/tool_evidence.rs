@@ -207,7 +207,7 @@ mod tests {
     /// Issue 23, finding 8: `a/b` and `a_b` shared `tool-output/a_b/`, and names over 120 bytes
     /// were cut to one prefix.
     #[test]
-    fn r23_8_names_that_sanitize_or_cut_alike_get_different_refs() {
+    fn names_that_sanitize_or_cut_alike_get_different_refs() {
         let long = "x".repeat(130);
         let rows: [(&str, Option<&str>); 12] = [
             ("a/b", None),

@@ -1,4 +1,4 @@
-//! Minor findings of issue 23: a `--db` that is not a regular file, and `--as-of 0`.
+//! Inputs at the edges: a `--db` that is not a regular file, and `--as-of 0`.
 
 mod common;
 
@@ -6,7 +6,7 @@ use common::{TestEnv, TestResult};
 
 #[cfg(unix)]
 #[test]
-fn r23_a_fifo_db_is_not_a_regular_file() -> TestResult {
+fn a_fifo_db_is_not_a_regular_file() -> TestResult {
     let env = TestEnv::new()?;
     let status = std::process::Command::new("mkfifo").arg(&env.db).status()?;
     assert!(status.success(), "mkfifo failed");
@@ -25,7 +25,7 @@ fn r23_a_fifo_db_is_not_a_regular_file() -> TestResult {
 }
 
 #[test]
-fn r23_as_of_0_covers_0_percent_not_minus_0() -> TestResult {
+fn as_of_0_covers_0_percent_not_minus_0() -> TestResult {
     let env = TestEnv::new()?;
     env.add("s", "How do I expire a Redis lock?", "SET key value NX PX 30000.")?;
     let run = env.run(["select", "-s", "s", "--as-of", "0", "--", "redis lock"])?.ok()?;
