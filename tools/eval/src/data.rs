@@ -1,4 +1,5 @@
-//! The dev data: conversations (one turn per line) and gate tasks, read from their paths.
+//! The dev data: conversations (one turn per line), gate tasks and recall tasks, read from their
+//! paths.
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -145,6 +146,65 @@ impl Task {
                     task.upto_turn,
                     task.session
                 );
+            }
+            tasks.push(task);
+            Ok(())
+        })?;
+        Ok(tasks)
+    }
+}
+
+/// One line of `recall/tasks.jsonl`: a question asked after turns `0..upto_turn`, with the turns
+/// that hold its annotated evidence. Other fields (`category_name`) are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RecallTask {
+    /// The question's id (`conv-26:q0`).
+    pub qa_id: String,
+    /// The session whose history is asked about.
+    pub session: String,
+    /// The question.
+    pub query: String,
+    /// The history is turns `0..upto_turn`.
+    pub upto_turn: u32,
+    /// The turns holding the annotated evidence, each below `upto_turn`.
+    pub evidence_turns: Vec<u32>,
+    /// LoCoMo's category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial.
+    pub category: u8,
+    /// The gold answer.
+    pub answer: String,
+}
+
+impl RecallTask {
+    /// The categories, in table order.
+    pub const CATEGORIES: [u8; 5] = [1, 2, 3, 4, 5];
+
+    /// Reads a recall tasks file, checking each task against `conversations`: the session
+    /// exists with at least `upto_turn` turns, the evidence is a non-empty set of turns of the
+    /// history, and the category is one of [`RecallTask::CATEGORIES`].
+    pub fn read_all(path: &Path, conversations: &Conversations) -> Result<Vec<RecallTask>> {
+        let mut tasks = Vec::new();
+        for_each_line(path, |line_no, mut task: RecallTask| {
+            let turns = conversations.sessions.get(&task.session).map_or(0, Vec::len);
+            if task.upto_turn as usize > turns {
+                bail!(
+                    "{}:{line_no}: upto_turn {} but session {:?} has {turns} turns in the conversations file",
+                    path.display(),
+                    task.upto_turn,
+                    task.session
+                );
+            }
+            task.evidence_turns.sort_unstable();
+            task.evidence_turns.dedup();
+            if task.evidence_turns.is_empty() || task.evidence_turns.iter().any(|&t| t >= task.upto_turn) {
+                bail!(
+                    "{}:{line_no}: evidence turns {:?} must be a non-empty set of turns below upto_turn {}",
+                    path.display(),
+                    task.evidence_turns,
+                    task.upto_turn
+                );
+            }
+            if !Self::CATEGORIES.contains(&task.category) {
+                bail!("{}:{line_no}: category {} is not 1 to 5", path.display(), task.category);
             }
             tasks.push(task);
             Ok(())

@@ -1,4 +1,5 @@
-//! `eval`: measures ctxgate's topic gate on labelled dialogue data.
+//! `eval`: measures ctxgate's topic gate on labelled dialogue data, and its selection's recall
+//! on long conversations with annotated evidence (`--recall-dir`, see [`recall`]).
 //!
 //! For each set it imports the conversations into one fresh index (all sessions, like a
 //! long-lived index), asks the gate every task as of its history, and compares the answers
@@ -9,11 +10,15 @@
 //! ```text
 //! cargo run --release -p eval -- --dev-dir ../shared/eval-dev [--selection]
 //! cargo run --release -p eval -- --conversations c.jsonl --tasks t.jsonl --name crosswoz --json
+//! cargo run --release -p eval -- --recall-dir ../shared/eval-dev/recall [--json]
 //! ```
 
 mod baseline;
+mod bm25;
 mod data;
 mod metrics;
+mod recall;
+mod recall_report;
 mod report;
 mod selection;
 mod topic_gate;
@@ -30,9 +35,10 @@ use std::time::Instant;
 /// The sets of the dev directory, as `conversations/<set>.jsonl` and `gate/<set>.jsonl`.
 const DEV_SETS: [&str; 4] = ["crosswoz", "multiwoz", "kdconv-spliced", "multiwoz-spliced"];
 
-/// Measure ctxgate's topic gate against labelled continue/switch tasks.
+/// Measure ctxgate's topic gate against labelled continue/switch tasks, or its selection's
+/// recall against annotated evidence (--recall-dir).
 #[derive(Debug, Parser)]
-#[command(name = "eval", group(ArgGroup::new("input").required(true).args(["dev_dir", "conversations"])))]
+#[command(name = "eval", group(ArgGroup::new("input").required(true).args(["dev_dir", "conversations", "recall_dir"])))]
 struct Args {
     /// Conversations file: one turn per line, {"session","turn","user","assistant"}.
     #[arg(long, requires = "tasks", conflicts_with = "dev_dir")]
@@ -45,8 +51,13 @@ struct Args {
     name: Option<String>,
     /// Run every set of a dev directory (conversations/<set>.jsonl, gate/<set>.jsonl):
     /// crosswoz, multiwoz, kdconv-spliced, multiwoz-spliced.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "recall_dir")]
     dev_dir: Option<PathBuf>,
+    /// Measure recall instead, on a directory holding conversations.jsonl and tasks.jsonl
+    /// (eval-dev's `recall/`): ctxgate minimal and fill at 1000, 2000 and 4000 est tokens
+    /// beside bm25, bm25 over half-turns, the oracle and recency.
+    #[arg(long, conflicts_with_all = ["conversations", "selection"])]
+    recall_dir: Option<PathBuf>,
     /// Also measure selection: evidence recall, tokens and (spliced sets) context taken
     /// from other dialogues, for `minimal` and `fill` beside the latest turns.
     #[arg(long)]
@@ -65,6 +76,17 @@ struct SetPaths {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    if let Some(dir) = &args.recall_dir {
+        eprintln!("eval: recall ...");
+        let report = recall::run(&dir.join("conversations.jsonl"), &dir.join("tasks.jsonl"))
+            .with_context(|| format!("recall on {}", dir.display()))?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", report.to_text());
+        }
+        return Ok(());
+    }
     let started = Instant::now();
     let sets = match (&args.dev_dir, &args.conversations, &args.tasks) {
         (Some(dir), _, _) => DEV_SETS
@@ -80,7 +102,7 @@ fn main() -> Result<()> {
             conversations: conversations.clone(),
             tasks: tasks.clone(),
         }],
-        _ => unreachable!("clap requires --dev-dir or both --conversations and --tasks"),
+        _ => unreachable!("clap requires --dev-dir, --recall-dir or both --conversations and --tasks"),
     };
     let mut results = Vec::new();
     for set in &sets {
