@@ -6,7 +6,7 @@
 //! b): `idf = ln(N - df + 0.5) - ln(df + 0.5)`, and a word in more than half the documents,
 //! whose idf would be negative, gets 0.25 × the mean idf of all words instead. A query word
 //! counts once per occurrence in the query. With Lucene's `ln(1 + (N - df + 0.5) / (df + 0.5))`
-//! the figures come out 0.004–0.012 off.
+//! the turn recall figures come out 0.002–0.011 off.
 
 use std::collections::HashMap;
 

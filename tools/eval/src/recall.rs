@@ -19,6 +19,8 @@
 //!   handed to the model: ctxgate's kept user and assistant sentences and evidence projections,
 //!   a baseline's whole turns or half-turns. A question whose answer has no content word is
 //!   left out of this mean;
+//! - for ctxgate, answer kept had its selected turns been handed over whole (what pruning
+//!   cost);
 //! - mean turns and est tokens selected, and empty selections (nothing handed over).
 
 use crate::bm25::{self, Bm25};
@@ -151,6 +153,9 @@ pub struct RecallRow {
     pub answer_kept: Option<f64>,
     /// Questions whose answer has a content word (the answer-kept mean's denominator).
     pub answer_questions: usize,
+    /// For ctxgate: answer kept had its selected turns been handed over whole, unpruned
+    /// (evidence projections as selected).
+    pub answer_kept_unpruned: Option<f64>,
     /// Mean distinct turns selected.
     pub turns: f64,
     /// Mean est tokens selected.
@@ -198,6 +203,8 @@ struct Pick {
     tokens: u64,
     /// Every text handed over, words to be found in.
     texts: Vec<String>,
+    /// For ctxgate: the texts with each selected turn whole.
+    unpruned: Option<Vec<String>>,
 }
 
 impl Pick {
@@ -251,14 +258,21 @@ pub fn run(conversations_path: &Path, tasks_path: &Path) -> Result<RecallReport>
                         task.qa_id, task.query, task.session, task.upto_turn
                     )
                 })?;
+                let history = &conversations.sessions[&task.session];
                 let mut pick = Pick { tokens: u64::from(selection.budget.used), ..Pick::default() };
+                let mut unpruned = Vec::new();
                 for block in &selection.blocks {
                     pick.turns.insert(block.turn_id);
                     pick.texts.push(format!("{}\n{}", block.user, block.assistant));
+                    unpruned.push(history.get(block.turn_id as usize).map(turn_text).with_context(|| {
+                        format!("question {}: selected turn {} is not in the file", task.qa_id, block.turn_id)
+                    })?);
                 }
                 for evidence in &selection.evidence {
                     pick.texts.push(evidence.projection.to_string());
+                    unpruned.push(evidence.projection.to_string());
                 }
+                pick.unpruned = Some(unpruned);
                 record(method, budget, task, &pick);
             }
         }
@@ -424,6 +438,7 @@ struct Question {
     recall: f64,
     full_hit: bool,
     answer_kept: Option<f64>,
+    answer_kept_unpruned: Option<f64>,
     turns: usize,
     tokens: u64,
     empty: bool,
@@ -436,6 +451,7 @@ impl Question {
             recall: hits as f64 / task.evidence_turns.len() as f64,
             full_hit: hits == task.evidence_turns.len(),
             answer_kept: answer_kept(&task.answer, &pick.texts),
+            answer_kept_unpruned: pick.unpruned.as_ref().and_then(|texts| answer_kept(&task.answer, texts)),
             turns: pick.turns.len(),
             tokens: pick.tokens,
             empty: pick.is_empty(),
@@ -451,6 +467,7 @@ struct Totals {
     full_hits: usize,
     answer_kept: f64,
     answer_questions: usize,
+    answer_kept_unpruned: Option<f64>,
     turns: usize,
     tokens: u64,
     empty: usize,
@@ -464,6 +481,9 @@ impl Totals {
         if with_answer_kept && let Some(kept) = q.answer_kept {
             self.answer_kept += kept;
             self.answer_questions += 1;
+            if let Some(unpruned) = q.answer_kept_unpruned {
+                *self.answer_kept_unpruned.get_or_insert(0.0) += unpruned;
+            }
         }
         self.turns += q.turns;
         self.tokens += q.tokens;
@@ -482,6 +502,10 @@ impl Totals {
             answer_kept: (scope.has_answer_kept() && self.answer_questions > 0)
                 .then(|| self.answer_kept / self.answer_questions as f64),
             answer_questions: self.answer_questions,
+            answer_kept_unpruned: self
+                .answer_kept_unpruned
+                .filter(|_| scope.has_answer_kept() && self.answer_questions > 0)
+                .map(|sum| sum / self.answer_questions as f64),
             turns: self.turns as f64 / n,
             tokens: self.tokens as f64 / n,
             empty: self.empty,
@@ -576,7 +600,12 @@ mod tests {
 
     #[test]
     fn rows_average_per_scope_and_leave_answer_kept_out_of_category_5() {
-        let pick = Pick { turns: BTreeSet::from([1, 3]), tokens: 100, texts: vec!["painted in 2022".into()] };
+        let pick = Pick {
+            turns: BTreeSet::from([1, 3]),
+            tokens: 100,
+            texts: vec!["painted in 2022".into()],
+            unpruned: None,
+        };
         let mut all = Totals::default();
         let mut adversarial = Totals::default();
         for t in [task(&[1, 2], 2, "2022"), task(&[3], 5, "2022")] {
@@ -595,5 +624,16 @@ mod tests {
         four.add(&Question::of(&task(&[1], 4, "2022 sunrise"), &Pick::default()), true);
         let row = four.row(Method::Bm25, 1000, Scope::Categories1To4);
         assert_eq!((row.answer_kept, row.empty, row.empty_share), (Some(0.0), 1, 1.0));
+        assert_eq!(row.answer_kept_unpruned, None, "only ctxgate's picks have an unpruned text");
+        let pruned = Pick {
+            turns: BTreeSet::from([1]),
+            tokens: 10,
+            texts: vec!["a sunrise".into()],
+            unpruned: Some(vec!["a sunrise, painted in 2022".into()]),
+        };
+        let mut ctxgate = Totals::default();
+        ctxgate.add(&Question::of(&task(&[1], 4, "2022 sunrise"), &pruned), true);
+        let row = ctxgate.row(Method::CtxgateFill, 1000, Scope::Categories1To4);
+        assert_eq!((row.answer_kept, row.answer_kept_unpruned), (Some(0.5), Some(1.0)));
     }
 }

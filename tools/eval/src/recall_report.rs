@@ -12,8 +12,9 @@ impl RecallReport {
         self.rows.iter().find(|r| r.method == method && r.budget == budget && r.scope == scope)
     }
 
-    /// The tables for a reader: overall and categories 1–4 per method and budget, then turn
-    /// recall and answer kept per category.
+    /// The tables for a reader: overall and categories 1–4 per method and budget (with, for
+    /// ctxgate, answer kept had its turns been handed over unpruned), then turn recall and
+    /// answer kept per category.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         let by_category: Vec<String> =
@@ -33,9 +34,9 @@ impl RecallReport {
         let _ = writeln!(out);
         let _ = writeln!(
             out,
-            "| method | budget | turn recall | full hit | turn recall 1–4 | full hit 1–4 | answer kept 1–4 | turns | est tokens | empty |"
+            "| method | budget | turn recall | full hit | turn recall 1–4 | full hit 1–4 | answer kept 1–4 | unpruned | turns | est tokens | empty |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
         for method in Method::ALL {
             for budget in BUDGETS {
                 let (Some(all), Some(main)) =
@@ -45,13 +46,14 @@ impl RecallReport {
                 };
                 let _ = writeln!(
                     out,
-                    "| {} | {budget} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {:.1} | {:.0} | {} ({:.1}%) |",
+                    "| {} | {budget} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {:.0} | {} ({:.1}%) |",
                     method.label(),
                     all.turn_recall,
                     all.full_hit,
                     main.turn_recall,
                     main.full_hit,
                     figure(main.answer_kept),
+                    figure(main.answer_kept_unpruned),
                     all.turns,
                     all.tokens,
                     all.empty,
