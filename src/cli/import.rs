@@ -101,6 +101,16 @@ const SESSIONS_SHOWN: usize = 20;
 /// Tool outputs not stored listed per file in the human summary.
 const FAILURES_SHOWN: usize = 20;
 
+/// The first `shown` of `items`, a line each, then how many more there are.
+fn write_capped<T>(out: &mut String, items: &[T], shown: usize, what: &str, line: impl Fn(&T) -> String) {
+    for item in items.iter().take(shown) {
+        let _ = writeln!(out, "  {}", line(item));
+    }
+    if items.len() > shown {
+        let _ = writeln!(out, "  … and {} more {what} (--json lists them all)", items.len() - shown);
+    }
+}
+
 fn describe(report: &ImportReport) -> String {
     let mut out = String::new();
     for file in &report.files {
@@ -118,32 +128,16 @@ fn describe(report: &ImportReport) -> String {
                 String::new()
             }
         );
-        for s in file.sessions.iter().take(SESSIONS_SHOWN) {
+        write_capped(&mut out, &file.sessions, SESSIONS_SHOWN, "sessions", |s| {
             let held = if s.held_back > 0 { ", last turn held back until its reply is logged" } else { "" };
-            let _ = writeln!(
-                out,
-                "  {}: {} new, {} already there{held}",
-                s.session, s.new_turns, s.existing_turns
-            );
-        }
-        if file.sessions.len() > SESSIONS_SHOWN {
-            let more = file.sessions.len() - SESSIONS_SHOWN;
-            let _ = writeln!(out, "  … and {more} more sessions (--json lists them all)");
-        }
+            format!("{}: {} new, {} already there{held}", s.session, s.new_turns, s.existing_turns)
+        });
         for skip in &file.skipped {
             let _ = writeln!(out, "  skipped line {}: {}", skip.line, skip.reason);
         }
-        for failed in file.failed_tool_outputs.iter().take(FAILURES_SHOWN) {
-            let _ = writeln!(
-                out,
-                "  tool output not stored: {} (session {}): {}",
-                failed.evidence_ref, failed.session, failed.reason
-            );
-        }
-        if file.failed_tool_outputs.len() > FAILURES_SHOWN {
-            let more = file.failed_tool_outputs.len() - FAILURES_SHOWN;
-            let _ = writeln!(out, "  … and {more} more tool outputs not stored (--json lists them all)");
-        }
+        write_capped(&mut out, &file.failed_tool_outputs, FAILURES_SHOWN, "tool outputs not stored", |f| {
+            format!("tool output not stored: {} (session {}): {}", f.evidence_ref, f.session, f.reason)
+        });
     }
     let rate = if report.seconds > 0.0 { report.new_turns as f64 / report.seconds } else { 0.0 };
     let _ = writeln!(
