@@ -18,6 +18,11 @@ use std::cmp::Ordering;
 /// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
 pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;
 
+/// Candidates `fill` looks at, at most, to spend its budget past the top [`RECALL_LIMIT`]
+/// (it stops earlier once its offers could fill the budget twice over): bounds the turns one
+/// query reads.
+pub const MAX_FILL_SCANNED: usize = 2000;
+
 /// DESIGN §3.2: the topic `A(T)` is the anchors of the current segment's latest turns, at most
 /// this many: the latest exchange and the one before. A follow-up refers to what was just said;
 /// older turns of a long segment (or of two topics a missed switch joined) share the everyday
@@ -307,15 +312,20 @@ pub fn select<S: Source>(
     let content_terms =
         content_words.as_ref().map_or(0, |w| w.term_mask(query.anchors().iter().map(|a| a.text.as_str())));
 
-    // The top RECALL_LIMIT candidates that pass the content-word filter and (for `minimal`)
-    // hold a focus anchor, pruned. At most MAX_SCANNED are looked at: past them a turn is too
-    // weak to matter, and a query whose candidates all fail the filter stays fast.
-    let admitted = |c: &recall::Candidate| params.policy == Policy::Fill || c.matched & focus != 0;
+    // The top RECALL_LIMIT candidates that pass the content-word filter and hold a focus
+    // anchor, pruned: what the greedy chooses from. At most MAX_SCANNED are looked at: past them
+    // a turn is too weak to matter, and a query whose candidates all fail the filter stays fast.
+    // `fill` reads on, past the top RECALL_LIMIT and including turns that hold only common
+    // anchors (its second tier), until its focus offers could fill the budget twice over (some
+    // will not fit) or MAX_FILL_SCANNED were looked at.
+    let fill = params.policy == Policy::Fill;
+    let scan_limit = if fill { MAX_FILL_SCANNED } else { MAX_SCANNED };
+    let admitted = |c: &recall::Candidate| fill || c.matched & focus != 0;
     let mut offers = Vec::new();
     let mut pruned = Vec::new();
-    let mut recalled = 0;
-    for candidate in candidates.take(MAX_SCANNED).filter(admitted) {
-        if recalled == RECALL_LIMIT {
+    let (mut recalled, mut focus_tokens) = (0, 0u64);
+    for candidate in candidates.take(scan_limit).filter(admitted) {
+        if recalled >= RECALL_LIMIT && (!fill || focus_tokens >= 2 * u64::from(params.budget)) {
             break;
         }
         if let Some(words) = &content_words
@@ -331,17 +341,30 @@ pub fn select<S: Source>(
         {
             continue;
         }
-        recalled += 1;
-        let prune_by = if candidate.matched & focus != 0 { focus } else { query.full_mask() };
+        let holds_focus = candidate.matched & focus != 0;
+        let in_greedy = holds_focus && recalled < RECALL_LIMIT;
+        if holds_focus {
+            recalled += 1;
+        }
+        let prune_by = if holds_focus { focus } else { query.full_mask() };
         let Some(block) = prune::prune(&turn.user, &turn.assistant, &query, prune_by) else { continue };
-        let tokens = params.estimator.estimate(&block.user) + params.estimator.estimate(&block.assistant);
+        let estimate = |user: &str, assistant: &str| {
+            params.estimator.estimate(user) + params.estimator.estimate(assistant) + params.block_overhead
+        };
+        let tokens = estimate(&block.user, &block.assistant);
+        let whole_tokens = if fill { estimate(&turn.user, &turn.assistant).max(tokens) } else { tokens };
+        if holds_focus {
+            focus_tokens += u64::from(tokens);
+        }
         offers.push(Offer {
             turn: candidate.turn,
-            tokens: tokens + params.block_overhead,
+            tokens,
             matched: block.matched,
             covers: block.matched,
+            in_greedy,
+            whole_tokens,
         });
-        pruned.push((candidate, block, tokens));
+        pruned.push((candidate, block));
     }
     if !switch {
         // Turn offers only: the evidence projections are offered below.
@@ -366,6 +389,8 @@ pub fn select<S: Source>(
             tokens: tokens.saturating_add(params.evidence_overhead),
             matched: candidate.matched,
             covers: candidate.matched,
+            in_greedy: true,
+            whole_tokens: tokens.saturating_add(params.evidence_overhead),
         });
     }
 
@@ -387,23 +412,27 @@ pub fn select<S: Source>(
             tokens,
         });
     }
-    let mut blocks: Vec<ChosenBlock> = picks
-        .iter()
-        .filter(|p| p.offer < turn_offers)
-        .map(|pick| {
-            let (candidate, block, tokens) = &pruned[pick.offer];
-            covered |= block.matched;
-            used_tokens += tokens;
-            ChosenBlock {
-                turn: candidate.turn,
-                user: block.user.clone(),
-                assistant: block.assistant.clone(),
-                score: candidate.score,
-                newly_covered: pick.newly_covered,
-                tokens: *tokens,
-            }
-        })
-        .collect();
+    let mut blocks = Vec::new();
+    for pick in picks.iter().filter(|p| p.offer < turn_offers) {
+        let (candidate, block) = &pruned[pick.offer];
+        covered |= block.matched;
+        let whole = if pick.whole { view.turn_record(session.id, candidate.turn)? } else { None };
+        let (user, assistant) = match whole {
+            Some(turn) => (turn.user, turn.assistant),
+            None => (block.user.clone(), block.assistant.clone()),
+        };
+        let offer = &offers[pick.offer];
+        let tokens = if pick.whole { offer.whole_tokens } else { offer.tokens } - params.block_overhead;
+        used_tokens += tokens;
+        blocks.push(ChosenBlock {
+            turn: candidate.turn,
+            user,
+            assistant,
+            score: candidate.score,
+            newly_covered: pick.newly_covered,
+            tokens,
+        });
+    }
     blocks.sort_by_key(|b| b.turn);
     Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence })
 }
@@ -526,7 +555,14 @@ mod tests {
 
     #[test]
     fn older_turns_cover_only_what_the_segment_lacks() {
-        let offer = |turn, matched| Offer { turn, tokens: 10, matched, covers: matched };
+        let offer = |turn, matched| Offer {
+            turn,
+            tokens: 10,
+            matched,
+            covers: matched,
+            in_greedy: true,
+            whole_tokens: 10,
+        };
         let mut offers = [offer(3, 0b011), offer(12, 0b001), offer(15, 0b100), offer(4, 0b1000)];
         topic_first(&mut offers, 10, 100);
         let covers: Vec<u64> = offers.iter().map(|o| o.covers).collect();

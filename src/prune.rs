@@ -33,48 +33,73 @@ pub struct PrunedBlock {
 /// query anchor in the kept text.
 pub fn prune(user: &str, assistant: &str, query: &QueryAnchors, focus: u64) -> Option<PrunedBlock> {
     let matcher = Matcher::new(query);
-    let (user, user_mask, user_anchored) = prune_side(user, query, &matcher, focus, false);
-    let (assistant, assistant_mask, assistant_anchored) = prune_side(assistant, query, &matcher, focus, true);
-    (user_anchored || assistant_anchored).then_some(PrunedBlock {
-        user,
-        assistant,
-        matched: user_mask | assistant_mask,
-    })
+    let user = Side::new(user, &matcher);
+    let assistant = Side::new(assistant, &matcher);
+    let mut user_kept = user.matched(query, focus, false);
+    let mut assistant_kept = assistant.matched(query, focus, true);
+    if user_kept.is_empty() && assistant_kept.is_empty() {
+        return None;
+    }
+    if assistant_kept.is_empty() && !assistant.sentences.is_empty() {
+        assistant_kept.push(0);
+    }
+    // A kept question keeps the sentence that follows it, in the turn read as one dialogue (the
+    // user's sentences, then the reply's): that is where its answer starts.
+    let user_questions: Vec<usize> = user_kept.iter().copied().filter(|&i| user.is_question(i)).collect();
+    for i in user_questions {
+        if i + 1 < user.sentences.len() {
+            user_kept.push(i + 1);
+        } else if !assistant.sentences.is_empty() {
+            assistant_kept.push(0);
+        }
+    }
+    let assistant_questions: Vec<usize> =
+        assistant_kept.iter().copied().filter(|&i| assistant.is_question(i)).collect();
+    assistant_kept
+        .extend(assistant_questions.into_iter().map(|i| i + 1).filter(|&i| i < assistant.sentences.len()));
+    let (user_text, user_mask) = user.keep(&mut user_kept);
+    let (assistant_text, assistant_mask) = assistant.keep(&mut assistant_kept);
+    Some(PrunedBlock { user: user_text, assistant: assistant_text, matched: user_mask | assistant_mask })
 }
 
-/// Returns the kept text, the query anchors in it, and whether any kept sentence has a focus anchor.
-fn prune_side(
-    text: &str,
-    query: &QueryAnchors,
-    matcher: &Matcher<'_>,
-    focus: u64,
-    keep_first: bool,
-) -> (String, u64, bool) {
-    let sentences = split_sentences(text);
-    let masks: Vec<u64> = sentences.iter().map(|s| matcher.mask(s.text)).collect();
-    // Candidates: sentences with a focus anchor, by focus IDF (descending), then position.
-    let mut ranked: Vec<usize> = (0..sentences.len()).filter(|&i| masks[i] & focus != 0).collect();
-    let weight = |i: usize| query.idf_of(masks[i] & focus);
-    ranked.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
-    let anchored = !ranked.is_empty();
-    let mut kept: Vec<usize> = Vec::with_capacity(MAX_SENTENCES_PER_SIDE);
-    if keep_first && !sentences.is_empty() && anchored {
-        kept.push(0);
+/// One side of a block: its sentences and the query anchors each contains.
+struct Side<'t> {
+    sentences: Vec<Sentence<'t>>,
+    masks: Vec<u64>,
+}
+
+impl<'t> Side<'t> {
+    fn new(text: &'t str, matcher: &Matcher<'_>) -> Self {
+        let sentences = split_sentences(text);
+        let masks = sentences.iter().map(|s| matcher.mask(s.text)).collect();
+        Side { sentences, masks }
     }
-    for i in ranked {
-        if kept.len() == MAX_SENTENCES_PER_SIDE {
-            break;
+
+    /// At most [`MAX_SENTENCES_PER_SIDE`] sentences with a focus anchor, the ones with the most
+    /// focus IDF (then the earlier); with `keep_first`, the first sentence is one of them when
+    /// any sentence matched.
+    fn matched(&self, query: &QueryAnchors, focus: u64, keep_first: bool) -> Vec<usize> {
+        let masks = &self.masks;
+        let mut ranked: Vec<usize> = (0..masks.len()).filter(|&i| masks[i] & focus != 0).collect();
+        let weight = |i: usize| query.idf_of(masks[i] & focus);
+        ranked.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
+        if keep_first && !ranked.is_empty() && !ranked.contains(&0) {
+            ranked.insert(0, 0);
         }
-        if !kept.contains(&i) {
-            kept.push(i);
-        }
+        ranked.truncate(MAX_SENTENCES_PER_SIDE);
+        ranked
     }
-    if keep_first && kept.is_empty() && !sentences.is_empty() {
-        kept.push(0);
+
+    fn is_question(&self, i: usize) -> bool {
+        self.sentences[i].text.ends_with(['?', '？'])
     }
-    kept.sort_unstable();
-    let mask = kept.iter().fold(0, |m, &i| m | masks[i]);
-    (join(&sentences, &kept), mask, anchored)
+
+    /// The text of the `kept` sentences in their order, and the query anchors in them.
+    fn keep(&self, kept: &mut Vec<usize>) -> (String, u64) {
+        kept.sort_unstable();
+        kept.dedup();
+        (join(&self.sentences, kept), kept.iter().fold(0, |m, &i| m | self.masks[i]))
+    }
 }
 
 /// Joins kept sentences, marking each gap where sentences were left out.
@@ -214,6 +239,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_kept_question_keeps_what_follows_it() {
+        let q = query("adopt shelter");
+        // The user's matched question is the last user sentence: the reply's first sentence
+        // (kept anyway) answers it. A question inside a side keeps the next sentence there.
+        let p =
+            prune("Hi. Did you adopt the pup? Yes, last week. Bye now.", "Cute.", &q, q.full_mask()).unwrap();
+        assert_eq!(p.user, "… Did you adopt the pup? Yes, last week. …");
+        let p = prune(
+            "So, where did you adopt her? Nice.",
+            "Cute. From a local place. Great day.",
+            &q,
+            q.full_mask(),
+        )
+        .unwrap();
+        assert_eq!(p.user, "So, where did you adopt her? Nice.");
+        assert_eq!(p.assistant, "Cute. …");
+        let p =
+            prune("Tell me.", "Okay. Why adopt now? Because she needed a home. The end.", &q, q.full_mask())
+                .unwrap();
+        assert_eq!(p.assistant, "Okay. Why adopt now? Because she needed a home. …");
+        // A sentence that states, not asks, keeps no neighbour.
+        let p = prune("I adopt pets. Another line. More.", "", &q, q.full_mask()).unwrap();
+        assert_eq!(p.user, "I adopt pets. …");
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub struct Offer {
     /// before the current topic segment on a continue, which covers only what the segment's
     /// turns do not (`pipeline::select`).
     pub covers: u64,
+    /// Among the top [`crate::recall::RECALL_LIMIT`] recalled (or an evidence projection): the
+    /// greedy chooses among these only; `fill` may take any offer.
+    pub in_greedy: bool,
+    /// Token estimate of the whole, unpruned block (`tokens` if pruning removed nothing).
+    pub whole_tokens: u32,
 }
 
 /// One taken block: its index in the offers and the anchors it newly covered.
@@ -48,6 +53,8 @@ pub struct Pick {
     pub offer: usize,
     /// Anchors this block covered first.
     pub newly_covered: u64,
+    /// `fill` hands the block over whole, unpruned.
+    pub whole: bool,
 }
 
 /// Chooses blocks from `offers` (in recall rank order) within `budget` tokens. Coverage and
@@ -62,7 +69,7 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
     while total > 0.0 && query.idf_of(covered & focus) < COVERAGE_STOP * total {
         let mut best: Option<(f64, usize)> = None;
         for (i, offer) in offers.iter().enumerate() {
-            if taken[i] || used.saturating_add(offer.tokens) > budget {
+            if taken[i] || !offer.in_greedy || used.saturating_add(offer.tokens) > budget {
                 continue;
             }
             let gained = query.idf_of(offer.covers & focus & !covered);
@@ -81,21 +88,53 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
         let Some((_, i)) = best else { break };
         taken[i] = true;
         used += offers[i].tokens;
-        picks.push(Pick { offer: i, newly_covered: offers[i].matched & !present });
+        picks.push(Pick { offer: i, newly_covered: offers[i].matched & !present, whole: false });
         covered |= offers[i].covers;
         present |= offers[i].matched;
     }
     if policy == Policy::Fill {
-        for (i, offer) in offers.iter().enumerate() {
-            if !taken[i] && offer.matched != 0 && used.saturating_add(offer.tokens) <= budget {
-                taken[i] = true;
+        fill(offers, budget, focus, &mut picks, used, present);
+    }
+    picks
+}
+
+/// `fill`: spends what the greedy left of the budget, in three passes over the offers in rank
+/// order. First the pruned offers that hold a focus anchor; then those taken, greedy's picks
+/// included, are handed over whole where the rest of the budget allows, best ranked first
+/// (the answer is often in the sentence after the one that matched, or in the other speaker's);
+/// then the offers that hold only common anchors, pruned, and whole where room is left. A
+/// turn that shares only a common word with the query (a name, `feel`) is a weaker lead than
+/// any that shares a specific one, whatever their scores: recency and the exact-match bonus
+/// can rank it first.
+fn fill(offers: &[Offer], budget: u32, focus: u64, picks: &mut Vec<Pick>, mut used: u32, mut present: u64) {
+    let mut pick_of: Vec<Option<usize>> = vec![None; offers.len()];
+    for (k, pick) in picks.iter().enumerate() {
+        pick_of[pick.offer] = Some(k);
+    }
+    let specific = |o: &Offer| o.matched & focus != 0;
+    let tiers: [Vec<usize>; 2] = [
+        (0..offers.len()).filter(|&i| specific(&offers[i])).collect(),
+        (0..offers.len()).filter(|&i| offers[i].matched != 0 && !specific(&offers[i])).collect(),
+    ];
+    for tier in &tiers {
+        for &i in tier {
+            let offer = &offers[i];
+            if pick_of[i].is_none() && used.saturating_add(offer.tokens) <= budget {
                 used += offer.tokens;
-                picks.push(Pick { offer: i, newly_covered: offer.matched & !present });
+                pick_of[i] = Some(picks.len());
+                picks.push(Pick { offer: i, newly_covered: offer.matched & !present, whole: false });
                 present |= offer.matched;
             }
         }
+        for &i in tier {
+            let Some(k) = pick_of[i] else { continue };
+            let extra = offers[i].whole_tokens.saturating_sub(offers[i].tokens);
+            if extra > 0 && used.saturating_add(extra) <= budget {
+                used += extra;
+                picks[k].whole = true;
+            }
+        }
     }
-    picks
 }
 
 #[cfg(test)]
@@ -124,7 +163,7 @@ mod tests {
     }
 
     fn offer(turn: u32, tokens: u32, matched: u64) -> Offer {
-        Offer { turn, tokens, matched, covers: matched }
+        Offer { turn, tokens, matched, covers: matched, in_greedy: true, whole_tokens: tokens }
     }
 
     fn turns(offers: &[Offer], picks: &[Pick]) -> Vec<u32> {
@@ -186,12 +225,69 @@ mod tests {
                 vec![1, 2],
                 "fill spends the rest on anchored blocks that fit, in rank order",
             ),
+            (
+                vec![offer(1, 10, 0b0001), Offer { in_greedy: false, ..offer(2, 10, 0b0010) }],
+                100,
+                Policy::Minimal,
+                vec![1],
+                "the greedy chooses among the top recalled only",
+            ),
         ];
         for (offers, budget, policy, expected, why) in rows {
             let picks = choose(&q, &offers, budget, policy, q.full_mask());
             assert_eq!(turns(&offers, &picks), expected, "{why}");
             let used: u32 = picks.iter().map(|p| offers[p.offer].tokens).sum();
             assert!(used <= budget, "{why}: used {used} > budget {budget}");
+        }
+    }
+
+    #[test]
+    fn fill_takes_specific_offers_then_whole_turns_then_common_ones() {
+        let q = query();
+        let focus = 0b0011;
+        let common = |turn, tokens| Offer { in_greedy: false, ..offer(turn, tokens, 0b1100) };
+        let specific = |turn, tokens, whole_tokens| Offer {
+            in_greedy: false,
+            whole_tokens,
+            ..offer(turn, tokens, 0b0010)
+        };
+        // Ranked: a common-only offer first (recency can do that), then two specific ones.
+        let offers = [common(1, 10), specific(2, 10, 30), specific(3, 10, 25)];
+        let picks = choose(&q, &offers, 50, Policy::Fill, focus);
+        let taken: Vec<(u32, bool)> = picks.iter().map(|p| (offers[p.offer].turn, p.whole)).collect();
+        // Specific 2 and 3 (20), 2 whole (+20 = 40), 3 whole would need +15: no; common 1 (50).
+        assert_eq!(taken, [(2, true), (3, false), (1, false)]);
+        let used: u32 = picks
+            .iter()
+            .map(|p| if p.whole { offers[p.offer].whole_tokens } else { offers[p.offer].tokens })
+            .sum();
+        assert_eq!(used, 50);
+        // With room, the common offer is handed over whole too, after every specific one.
+        let roomy = [Offer { whole_tokens: 20, ..common(1, 10) }, specific(2, 10, 30)];
+        let picks = choose(&q, &roomy, 1000, Policy::Fill, focus);
+        assert!(picks.iter().all(|p| p.whole), "the budget allows every block whole");
+        // `minimal` never hands a block over whole.
+        assert!(choose(&q, &offers, 1000, Policy::Minimal, focus).iter().all(|p| !p.whole));
+    }
+
+    #[test]
+    fn fill_keeps_what_the_greedy_chose() {
+        let q = query();
+        let offers: Vec<Offer> =
+            (0..30).map(|t| Offer { in_greedy: t < 20, ..offer(t, 7 + t % 5, 1 << (t % 4)) }).collect();
+        for budget in [10, 40, 100, 1000] {
+            let minimal = choose(&q, &offers, budget, Policy::Minimal, q.full_mask());
+            let fill = choose(&q, &offers, budget, Policy::Fill, q.full_mask());
+            assert_eq!(
+                &fill[..minimal.len()],
+                &minimal[..],
+                "budget {budget}: fill starts with minimal's picks"
+            );
+            let used: u32 = fill
+                .iter()
+                .map(|p| if p.whole { offers[p.offer].whole_tokens } else { offers[p.offer].tokens })
+                .sum();
+            assert!(used <= budget, "budget {budget}: used {used}");
         }
     }
 

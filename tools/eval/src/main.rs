@@ -58,6 +58,10 @@ struct Args {
     /// beside bm25, bm25 over half-turns, the oracle and recency.
     #[arg(long, conflicts_with_all = ["conversations", "selection"])]
     recall_dir: Option<PathBuf>,
+    /// With --recall-dir: also write every ctxgate selection to this file, one JSON line per
+    /// question, policy and budget (question id, decision, anchors, blocks as handed over).
+    #[arg(long, requires = "recall_dir")]
+    dump: Option<PathBuf>,
     /// Also measure selection: evidence recall, tokens and (spliced sets) context taken
     /// from other dialogues, for `minimal` and `fill` beside the latest turns.
     #[arg(long)]
@@ -78,8 +82,9 @@ fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(dir) = &args.recall_dir {
         eprintln!("eval: recall ...");
-        let report = recall::run(&dir.join("conversations.jsonl"), &dir.join("tasks.jsonl"))
-            .with_context(|| format!("recall on {}", dir.display()))?;
+        let report =
+            recall::run(&dir.join("conversations.jsonl"), &dir.join("tasks.jsonl"), args.dump.as_deref())
+                .with_context(|| format!("recall on {}", dir.display()))?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {

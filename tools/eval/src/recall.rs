@@ -214,7 +214,8 @@ impl Pick {
 }
 
 /// Imports `conversations_path` into a fresh index and measures every method on `tasks`.
-pub fn run(conversations_path: &Path, tasks_path: &Path) -> Result<RecallReport> {
+/// With `dump`, every ctxgate selection is also written there, one JSON line each.
+pub fn run(conversations_path: &Path, tasks_path: &Path, dump: Option<&Path>) -> Result<RecallReport> {
     let conversations = Conversations::read(conversations_path)?;
     let tasks = RecallTask::read_all(tasks_path, &conversations)?;
 
@@ -241,6 +242,12 @@ pub fn run(conversations_path: &Path, tasks_path: &Path) -> Result<RecallReport>
         }
     };
 
+    let mut dump = match dump {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
     let started = Instant::now();
     for task in &tasks {
         let session = gatekeeper.session(&task.session)?;
@@ -273,6 +280,9 @@ pub fn run(conversations_path: &Path, tasks_path: &Path) -> Result<RecallReport>
                     unpruned.push(evidence.projection.to_string());
                 }
                 pick.unpruned = Some(unpruned);
+                if let Some(dump) = dump.as_mut() {
+                    write_dump(dump, task, method, budget, &selection)?;
+                }
                 record(method, budget, task, &pick);
             }
         }
@@ -321,6 +331,28 @@ pub fn run(conversations_path: &Path, tasks_path: &Path) -> Result<RecallReport>
         select_seconds,
         baseline_seconds,
     })
+}
+
+/// One selection as a JSON line of `--dump`.
+fn write_dump(
+    out: &mut impl std::io::Write,
+    task: &RecallTask,
+    method: Method,
+    budget: u32,
+    selection: &ctxgate::Selection,
+) -> Result<()> {
+    let line = serde_json::json!({
+        "qa": task.qa_id,
+        "method": method.label(),
+        "budget": budget,
+        "decision": selection.decision.topic,
+        "anchors": selection.anchors,
+        "blocks": selection.blocks,
+        "evidence": selection.evidence.iter().map(|e| e.projection.to_string()).collect::<Vec<_>>(),
+        "used": selection.budget.used,
+    });
+    writeln!(out, "{line}")?;
+    Ok(())
 }
 
 /// est(text) = ceil(chars × 1.5), the README's estimate (ctxgate's `CharEstimator`).

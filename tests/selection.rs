@@ -1,0 +1,136 @@
+//! What a selection hands the model, through the library on a real index file: `fill` spends
+//! its budget past the top 20, takes turns that share a specific anchor before turns that share
+//! only a common one, hands whole turns over where the budget allows; evidence admitted by a
+//! word the history uses everywhere does not compete.
+
+use ctxgate::{EvidenceOptions, Gatekeeper, Options, Policy, SelectOptions, Selection};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn select(gk: &Gatekeeper, query: &str, policy: Policy, budget: u32) -> Result<Selection, ctxgate::Error> {
+    let options = SelectOptions { budget: Some(budget), policy: Some(policy), ..SelectOptions::default() };
+    gk.session("s")?.select_with(query, &options)
+}
+
+fn within_budget(selection: &Selection) {
+    let used: u32 = selection.blocks.iter().map(|b| b.tokens).sum::<u32>()
+        + selection.evidence.iter().map(|e| e.tokens).sum::<u32>();
+    assert_eq!(used, selection.budget.used);
+    assert!(selection.budget.used <= selection.budget.limit, "{:?}", selection.budget);
+}
+
+#[test]
+fn fill_spends_the_budget_past_the_top_twenty() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    for i in 0..80 {
+        session.add_turn(
+            &format!("Note {i}: the lease of worker w{i} was renewed."),
+            &format!("Worker w{i} keeps its lease for {i} seconds more."),
+        )?;
+    }
+    let minimal = select(&gk, "when was the lease renewed", Policy::Minimal, 8000)?;
+    let fill = select(&gk, "when was the lease renewed", Policy::Fill, 8000)?;
+    within_budget(&minimal);
+    within_budget(&fill);
+    assert!(fill.blocks.len() > 20, "fill reads past the top 20: {} blocks", fill.blocks.len());
+    assert!(fill.budget.used > 8000 / 2, "fill spends the budget: {:?}", fill.budget);
+    let fill_turns: Vec<u32> = fill.blocks.iter().map(|b| b.turn_id).collect();
+    assert!(minimal.blocks.iter().all(|b| fill_turns.contains(&b.turn_id)), "fill keeps minimal's choice");
+    Ok(())
+}
+
+#[test]
+fn fill_hands_whole_turns_over_where_the_budget_allows() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    session.add_turn("We met at the pottery class today.", "Nice, how was it?")?;
+    let reply = "It was lovely. The teacher showed us glazes. My favourite was the cobalt one, deep blue. \
+                 We fired it twice. Then we went home.";
+    session.add_turn("Tell me about the glazing workshop.", reply)?;
+    for i in 0..10 {
+        session.add_turn(&format!("Unrelated chat number {i} about trains."), "Trains are fun.")?;
+    }
+    let query = "What did the teacher show in the glazing workshop?";
+    let minimal = select(&gk, query, Policy::Minimal, 4000)?;
+    let fill = select(&gk, query, Policy::Fill, 4000)?;
+    within_budget(&fill);
+    let block = |s: &Selection| s.blocks.iter().find(|b| b.turn_id == 1).cloned();
+    let pruned = block(&minimal).ok_or("minimal selects the workshop turn")?;
+    let whole = block(&fill).ok_or("fill selects the workshop turn")?;
+    assert!(!pruned.assistant.contains("cobalt"), "minimal prunes: {:?}", pruned.assistant);
+    assert_eq!(whole.assistant, reply, "fill hands the turn over whole");
+    assert!(whole.tokens > pruned.tokens);
+    // With a budget that holds the pruned turn but not the whole one, the turn stays pruned.
+    let tight = select(&gk, query, Policy::Fill, pruned.tokens + 30)?;
+    within_budget(&tight);
+    assert_eq!(block(&tight).map(|b| b.assistant), Some(pruned.assistant));
+    Ok(())
+}
+
+#[test]
+fn fill_takes_a_specific_lead_before_common_ones_that_score_higher() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    // Two turns name the watchdog; every other turn names Caroline, the newest ones twice.
+    let filler = "We talked for a long while about many things and nothing in particular at all today";
+    session.add_turn("Caroline set up the watchdog.", "Good.")?;
+    session.add_turn("Hi.", &format!("{filler}. {filler}. Also the watchdog barked once. {filler}."))?;
+    for i in 0..40 {
+        session.add_turn(&format!("Caroline, Caroline: day {i}."), &format!("Caroline said hi {i}."))?;
+    }
+    let query = "What did Caroline say about the watchdog?";
+    let wide = select(&gk, query, Policy::Fill, 20_000)?;
+    let score = |s: &Selection, turn: u32| s.blocks.iter().find(|b| b.turn_id == turn).map(|b| b.score);
+    let lead = score(&wide, 1).ok_or("turn 1 holds the watchdog")?;
+    let common_above =
+        wide.blocks.iter().filter(|b| b.turn_id > 1 && b.score > lead).map(|b| b.turn_id).collect::<Vec<_>>();
+    assert!(!common_above.is_empty(), "the test needs common turns ranked above turn 1 (lead {lead})");
+    let first = wide.blocks.iter().find(|b| b.turn_id == 0).ok_or("turn 0 is selected")?.tokens;
+    let second = select(&gk, query, Policy::Minimal, 20_000)?;
+    assert_eq!(second.blocks.iter().map(|b| b.turn_id).collect::<Vec<_>>(), [0], "minimal takes turn 0 only");
+    // The smallest budget at which `fill` hands over the specific lead: the higher-scored
+    // common turns, cheaper, would have fitted in its place, and none is taken.
+    let mut budget = first;
+    let tight = loop {
+        budget += 4;
+        let selection = select(&gk, query, Policy::Fill, budget)?;
+        if selection.blocks.iter().any(|b| b.turn_id == 1) {
+            break selection;
+        }
+        assert!(budget < 2000, "fill never takes turn 1");
+    };
+    within_budget(&tight);
+    let turns: Vec<u32> = tight.blocks.iter().map(|b| b.turn_id).collect();
+    assert_eq!(turns, [0, 1], "the specific lead, not the higher-scored common turns {common_above:?}");
+    let common = wide.blocks.iter().find(|b| b.turn_id == common_above[0]).ok_or("selected")?;
+    assert!(common.tokens < tight.blocks[1].tokens, "a common turn is cheaper than the lead");
+    Ok(())
+}
+
+#[test]
+fn evidence_found_by_a_word_the_history_uses_everywhere_is_not_offered() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    for i in 0..30 {
+        session.add_turn(
+            &format!("The p99 latency was {} ms after change {i}.", 20 + i),
+            &format!("So {i} ms more than the target of {} ms.", 10 + i),
+        )?;
+    }
+    let doc = "GET /health took 12 ms\nGET /orders took 340 ms\n";
+    gk.put_evidence("logs/requests.txt", doc.as_bytes(), &EvidenceOptions::default())?;
+    let weak = select(&gk, "After setting 384 we see GC pauses of 800 ms.", Policy::Minimal, 4000)?;
+    assert!(weak.evidence.is_empty(), "offered by `ms` alone: {:?}", weak.evidence);
+    // The same document is offered when the query names what it holds.
+    let strong = select(&gk, "How long did GET /orders take in ms?", Policy::Minimal, 4000)?;
+    assert_eq!(
+        strong.evidence.iter().map(|e| e.evidence_ref.as_str()).collect::<Vec<_>>(),
+        ["logs/requests.txt"]
+    );
+    Ok(())
+}
