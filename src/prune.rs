@@ -9,7 +9,7 @@
 use crate::anchor::{self, is_cjk_ngram};
 use crate::query::QueryAnchors;
 use crate::store::anchor_hash;
-use crate::text::{Sentence, is_word_char, split_sentences};
+use crate::text::{Sentence, split_sentences};
 
 /// DESIGN §3.6: sentences kept per side.
 pub const MAX_SENTENCES_PER_SIDE: usize = 3;
@@ -138,10 +138,10 @@ impl<'q> Matcher<'q> {
     fn new(query: &'q QueryAnchors) -> Self {
         let mut matcher = Matcher { single: Vec::new(), cjk: false, text: Vec::new() };
         for (i, a) in query.anchors().iter().enumerate() {
-            // Words and n-grams are matched as anchors (so `lock` is not found in `block`);
-            // phrases and the fallback anchor, which extraction of a sentence need not
-            // produce, by their text.
-            if a.text.chars().all(is_word_char) {
+            // Words (hyphenated ones too) and n-grams are matched as anchors (so `lock` is not
+            // found in `block`, nor `ticket-42` in `xticket-421`); phrases and the fallback
+            // anchor, which extraction of a sentence need not produce, by their text.
+            if anchor::is_one_word(&a.text) {
                 matcher.single.push((a.hash, 1u64 << i));
             } else if is_cjk_ngram(&a.text) {
                 matcher.single.push((a.hash, 1u64 << i));
@@ -265,6 +265,24 @@ mod tests {
         // A sentence that states, not asks, keeps no neighbour.
         let p = prune("I adopt pets. Another line. More.", "", &q, q.full_mask()).unwrap();
         assert_eq!(p.user, "I adopt pets. …");
+    }
+
+    #[test]
+    fn hyphenated_anchors_match_as_whole_words() {
+        let q = query("ticket-4242");
+        let bit = |text: &str| 1u64 << q.anchors().iter().position(|a| a.text == text).unwrap();
+        let whole = bit("ticket-4242");
+        let matcher = Matcher::new(&q);
+        for sentence in ["Ticket-4242 failed", "see (ticket-4242).", "--ticket-4242", "\"ticket-4242\" again"]
+        {
+            assert_ne!(matcher.mask(sentence) & whole, 0, "{sentence:?} holds ticket-4242");
+        }
+        for sentence in
+            ["xticket-42421", "ticket-4242-b", "ticket 4242", "ticket--4242", "host-4242 ticket-6406"]
+        {
+            assert_eq!(matcher.mask(sentence) & whole, 0, "{sentence:?} does not hold ticket-4242");
+        }
+        assert_eq!(matcher.mask("host-4242 ticket-6406"), bit("ticket") | bit("4242"));
     }
 
     #[test]

@@ -98,3 +98,48 @@ fn search_limit_and_no_match() -> TestResult {
     assert!(empty.stderr.contains("query"), "{}", empty.stderr);
     Ok(())
 }
+
+/// Two ticket turns whose identifiers share their parts: under rules that split `ticket-4242`
+/// the `host-4242 ticket-6406` turn, shorter and repeating both parts, ranked first.
+const TICKETS: &str = r#"{"session":"ops","user":"Good morning, the on-call rotation starts today.","assistant":"Noted, I will keep the pager handy."}
+{"session":"ops","user":"Please look at ticket-4242 when you have a minute: the nightly schema migration on the staging database fails halfway through with a lock timeout.","assistant":"The migration waits on a long-running analytics query; run it after the query finishes or raise the lock timeout for that session."}
+{"session":"ops","user":"host-4242 pages for ticket-6406 again.","assistant":"host-4242 is out of disk; ticket-6406 tracks it."}
+{"session":"ops","user":"Thanks, that is all for now.","assistant":"Glad to help."}
+"#;
+
+/// The turn of [`TICKETS`] that holds `ticket-4242`, and the one that holds only its parts.
+const TICKET_TURN: u32 = 1;
+const PARTS_TURN: u32 = 2;
+
+#[test]
+fn a_hyphenated_identifier_ranks_the_turn_that_holds_it_first() -> TestResult {
+    let env = TestEnv::new()?;
+    let log = env.dir.path().join("tickets.jsonl");
+    std::fs::write(&log, TICKETS)?;
+    env.run([std::ffi::OsStr::new("import"), log.as_os_str()])?.ok()?;
+    for query in ["ticket-4242", "\"ticket-4242\""] {
+        let doc = search(&env, &[query])?;
+        let [first, second, ..] = doc.hits.as_slice() else {
+            return Err(format!("{query:?} finds fewer than two turns: {doc:#?}").into());
+        };
+        assert_eq!((first.turn_id, second.turn_id), (TICKET_TURN, PARTS_TURN), "{query:?}: {doc:#?}");
+        assert!(first.score > second.score, "{query:?} scores the identifier's turn higher: {doc:#?}");
+        assert!(first.matched_anchors.iter().any(|a| a == "ticket-4242"), "{first:#?}");
+        assert!(!second.matched_anchors.iter().any(|a| a == "ticket-4242"), "{second:#?}");
+        for policy in ["minimal", "fill"] {
+            let selected = env.select("ops", &["--policy", policy], query)?;
+            selected.check_invariants()?;
+            let best = selected
+                .blocks
+                .iter()
+                .max_by(|a, b| a.score.total_cmp(&b.score))
+                .ok_or(format!("{query:?} ({policy}) selects nothing: {selected:#?}"))?;
+            assert_eq!(best.turn_id, TICKET_TURN, "{query:?} ({policy}): {selected:#?}");
+            assert!(
+                selected.blocks.iter().all(|b| b.turn_id == TICKET_TURN || b.score < best.score),
+                "{query:?} ({policy}): {selected:#?}"
+            );
+        }
+    }
+    Ok(())
+}

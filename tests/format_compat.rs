@@ -1,5 +1,6 @@
 //! Opening files that are not this version's index gives a clear error and changes nothing.
 
+use ctxgate::anchor::ANCHOR_RULES_VERSION;
 use ctxgate::{Gatekeeper, Options};
 use redb::{ReadableDatabase, TableDefinition};
 
@@ -50,18 +51,61 @@ fn index_with_meta(
 #[test]
 fn the_format_written_today_opens() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, 1))?;
+    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, ANCHOR_RULES_VERSION.into()))?;
     Gatekeeper::open(&path, Options::default())?;
     Ok(())
 }
 
 #[test]
 fn other_anchor_rules_need_a_rebuild() -> TestResult {
+    for rules in [0, 1, ANCHOR_RULES_VERSION + 1] {
+        let dir = tempfile::tempdir()?;
+        let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, rules.into()))?;
+        let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+        assert_eq!(err.kind(), "needs_rebuild", "rules {rules}: {err}");
+        assert!(err.to_string().contains("ctxgate rebuild"), "{err}");
+    }
+    Ok(())
+}
+
+/// The anchor-rules version in an index's META record (after the magic string and the format
+/// version, each of one length or varint byte here).
+fn stored_rules(path: &std::path::Path) -> Result<u8, Box<dyn std::error::Error>> {
+    let db = redb::Database::open(path)?;
+    let txn = db.begin_read()?;
+    let table = txn.open_table(META)?;
+    let meta = table.get("meta")?.ok_or("no meta")?.value().to_vec();
+    assert_eq!(&meta[..15], b"\x0dctxgate-index\x01", "magic and format 1");
+    Ok(meta[15])
+}
+
+/// `fixtures/db/anchor_rules_v1.redb` was written by a build under anchor rules 1
+/// (`tools/fixtures/make_anchor_rules_v1.sh`): its postings split `ticket-4242` into `ticket` and
+/// `4242`. Today's build refuses it until `rebuild`, which extracts the anchors again.
+#[test]
+fn an_index_of_anchor_rules_1_is_refused_until_rebuilt() -> TestResult {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/db/anchor_rules_v1.redb");
     let dir = tempfile::tempdir()?;
-    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, 0))?;
+    let path = dir.path().join("index.redb");
+    std::fs::copy(&fixture, &path)?;
+    assert_eq!(stored_rules(&path)?, 1);
+    let before = std::fs::read(&path)?;
     let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
     assert_eq!(err.kind(), "needs_rebuild", "{err}");
     assert!(err.to_string().contains("ctxgate rebuild"), "{err}");
+    assert!(std::fs::read(&path)? == before, "a refused file is not modified");
+
+    let report = ctxgate::jobs::rebuild(&path, &Options::default())?;
+    assert_eq!((report.sessions, report.turns), (1, 4));
+    assert_eq!(u32::from(stored_rules(&path)?), ANCHOR_RULES_VERSION);
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    assert!(gk.verify()?.is_ok());
+    let hits = gk.search("ticket-4242", 10)?;
+    let [first, second, ..] = hits.as_slice() else { return Err(format!("{hits:#?}").into()) };
+    // Turn 1 holds ticket-4242; turn 2, `host-4242 ticket-6406`, ranked first under rules 1.
+    assert_eq!((first.turn_id, second.turn_id), (1, 2), "{hits:#?}");
+    assert!(first.score > second.score, "{hits:#?}");
+    assert!(first.matched_anchors.iter().any(|a| a == "ticket-4242"), "{hits:#?}");
     Ok(())
 }
 

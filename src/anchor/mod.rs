@@ -1,7 +1,8 @@
 //! Anchors: the units of text with retrieval power (DESIGN §3.1), with term frequencies.
 //!
 //! [`extract`] turns a text into its anchors in priority order of the rules: English terms and
-//! identifiers (`word`), CJK 2/3-grams (`cjk`), quoted phrases (`quoted`). It is pure and
+//! identifiers, hyphenated ones (`ticket-4242`) whole beside their parts (`word`), CJK
+//! 2/3-grams (`cjk`), quoted phrases (`quoted`). It is pure and
 //! infallible. Which anchors take part in a query (the CJK IDF floor, the 20-character fallback)
 //! is decided with index statistics, in the crate's `query` module. [`extract_hashed`] and
 //! [`extract_user`] give the same anchors as hashes, for indexing (`hashed`): every indexed
@@ -18,11 +19,13 @@ mod word_set;
 pub use cjk::is_ngram as is_cjk_ngram;
 pub use framing::{cjk_framing_chars, cjk_framing_ngrams, is_framing_word};
 pub use stopwords::is_stop_word;
-pub use word::for_each_word;
+pub use word::{for_each_word, is_one_word};
 
 /// Version of the rules in this module. Stored in the index: an index built under other rules
 /// must be rebuilt, since its postings would disagree with the anchors of new text.
-pub const ANCHOR_RULES_VERSION: u32 = 1;
+///
+/// 2: word runs joined by single hyphens are an anchor beside their parts (`ticket-4242`).
+pub const ANCHOR_RULES_VERSION: u32 = 2;
 
 /// DESIGN §3.1: a query without anchors falls back to its first 20 characters as one anchor.
 pub const FALLBACK_ANCHOR_CHARS: usize = 20;
@@ -156,8 +159,9 @@ pub fn extract_hashed(text: &str, hash: impl Fn(&str) -> u64) -> Vec<HashedAncho
     hashed::Hits::collect(text, &hash, false).into_anchors()
 }
 
-/// Calls `emit` with each word and identifier anchor of `text` and, if `cjk`, each CJK 2- and
-/// 3-gram: the anchors [`extract`] gives but quoted phrases, without counting them, and the
+/// Calls `emit` with each word and identifier anchor of `text` (hyphenated chains included:
+/// every anchor that is [`is_one_word`]) and, if `cjk`, each CJK 2- and 3-gram: the anchors
+/// [`extract`] gives but quoted phrases, without counting them, and the
 /// stop words too (no anchor is one, so they match nothing). For matching a few known anchors
 /// against many sentences.
 pub fn for_each_single_anchor(text: &str, cjk: bool, mut emit: impl FnMut(&str)) {
@@ -222,6 +226,22 @@ mod tests {
                 ],
             ),
             ("用Redis实现锁", &[("redis", 1), ("实现", 1), ("实现锁", 1), ("现锁", 1)]),
+            (
+                "host-4242 ticket-6406 \"ticket-4242\"",
+                &[
+                    ("4242", 2),
+                    ("6406", 1),
+                    ("host", 1),
+                    ("host-4242", 1),
+                    ("ticket", 2),
+                    ("ticket-4242", 1),
+                    ("ticket-6406", 1),
+                ],
+            ),
+            (
+                "--Dry-Run the x86-64 分布-式",
+                &[("dry", 1), ("dry-run", 1), ("run", 1), ("x86", 1), ("x86-64", 1), ("64", 1), ("分布", 1)],
+            ),
             ("the and of", &[]),
         ];
         for (input, expected) in rows {
@@ -252,6 +272,7 @@ mod tests {
             "Redis lock: use Redis SETNX with a TTL.",
             "分布式锁和分布式事务 “跨进程通信” v1.2.3 CamelCase snake_case",
             "Ünïcödé WORDS and 'quoted phrase' here",
+            "ticket-4242 \"ticket-4242\" host-4242, --dry-run gpt-4o EN-us 分布式-锁 a--b x-",
         ] {
             assert_eq!(extract_hashed(text, hash), hashed_by_definition(text), "anchors of {text:?}");
         }
@@ -262,6 +283,8 @@ mod tests {
         fn hashed_extractions_agree_with_the_separate_ones(
             text in proptest::prop_oneof![
                 "[a-zA-Z0-9_ .,'\"“”‘’「」éİ\n分布式锁请问一下怎么的是我了吗有没有生产环境\u{80}-\u{3100}]{0,120}",
+                // Hyphenated chains, quoted or not.
+                "([a-zA-Z0-9]{1,5}[- \"]{1,2}){0,40}",
                 // Long enough for a hundred words, or n-grams, of one kind.
                 "([a-zA-Z_]{1,6}[ .]){0,160}",
                 "[分布式锁请问一下怎么的是我了吗有没有生产环境，。 a]{0,160}",

@@ -3,10 +3,12 @@
 //!
 //! An ASCII single quote only opens at the start of a word and closes at its end, so the
 //! apostrophes of `don't` and `it's` are not quotes. A phrase that is already one anchor by the
-//! other rules (a single word, a 2- or 3-character CJK run) is not repeated; phrases longer
+//! other rules (a single word, a hyphenated chain such as `"ticket-4242"`, a 2- or 3-character
+//! CJK run) is not repeated; phrases longer
 //! than [`MAX_PHRASE_CHARS`] or spanning lines are not phrases but prose.
 
 use super::cjk::is_ngram;
+use super::word::is_one_word;
 use crate::text::is_word_char;
 
 /// Longer quoted text is a passage, not a phrase to look up.
@@ -71,8 +73,7 @@ fn normalize_phrase(inner: &str) -> Option<String> {
     if !(2..=MAX_PHRASE_CHARS).contains(&len) || phrase.chars().any(char::is_control) {
         return None;
     }
-    let is_one_word = phrase.chars().all(is_word_char);
-    if is_one_word || is_ngram(phrase) {
+    if is_one_word(phrase) || is_ngram(phrase) {
         return None;
     }
     Some(phrase.to_lowercase())
@@ -95,6 +96,7 @@ mod tests {
             ("it's 'lock timeout' again, don't", &["lock timeout"]),
             ("“分布式锁”和「跨进程通信」", &["分布式锁", "跨进程通信"]),
             (r#"just "redis" here"#, &[]),
+            (r#"see "ticket-4242" and "--dry-run" and "ticket 4242""#, &["--dry-run", "ticket 4242"]),
             ("“分布”", &[]),
             ("unclosed \"quote here", &[]),
             ("\"spans\nlines\"", &[]),

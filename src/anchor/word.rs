@@ -3,8 +3,9 @@
 //!
 //! One scan finds maximal runs of letters, digits and `_` (CJK excluded). A run of letters only
 //! is an English term; a run with a digit or `_` is an identifier, kept whole (`snake_case`,
-//! `v1` from `v1.2.3`). Both are lower-cased. Stop words and one-character runs are dropped:
-//! they identify nothing.
+//! `v1` from `v1.2.3`). Runs joined by single hyphens are also kept whole, beside their parts
+//! (`ticket-4242` gives `ticket`, `4242` and `ticket-4242`). All are lower-cased. Stop words and
+//! one-character runs are dropped: they identify nothing.
 
 use super::cjk::Run;
 use super::framing;
@@ -30,34 +31,88 @@ pub fn listed(word: &str) -> u8 {
 
 /// What one scan of a text finds, in text order.
 pub trait Visitor {
-    /// A maximal run of word characters.
+    /// A maximal run of word characters, or a chain of them joined by hyphens ([`Chain`]).
     fn word_run(&mut self, run: WordRun<'_>);
     /// A maximal run of CJK characters.
     fn cjk_run(&mut self, run: &Run);
 }
 
 /// Calls `visitor` with each run of word characters and each run of CJK characters of `text`,
-/// in order. ASCII bytes are classified as bytes; only other characters are decoded.
+/// in order, and after the runs of a hyphenated chain ([`Chain`]) the chain as one more run.
+/// ASCII bytes are classified as bytes; only other characters are decoded.
 pub fn scan(text: &str, visitor: &mut impl Visitor) {
     let bytes = text.as_bytes();
     let mut run = Run::default();
+    let mut chain = Chain::default();
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         if b < 0x80 {
-            i = if is_word_byte(b) { word_run(text, i, visitor) } else { i + 1 };
+            i = if is_word_byte(b) { word_run(text, i, &mut chain, visitor) } else { i + 1 };
             continue;
         }
         let Some(c) = char_at(text, i) else { break };
         i = if is_cjk(c) {
+            chain.finish(text, visitor);
             let end = run.read(text, i);
             visitor.cjk_run(&run);
             end
         } else if is_word_char_quick(c) {
-            word_run(text, i, visitor)
+            word_run(text, i, &mut chain, visitor)
         } else {
             i + c.len_utf8()
         };
     }
+    chain.finish(text, visitor);
+}
+
+/// Word runs joined by single ASCII hyphens (`ticket-4242`, `gpt-4o`, `en-US`): an identifier
+/// whose parts also name other things (`host-4242`), so it is an anchor of its own beside its
+/// parts. Only a single `-` between two runs joins them: `--flag` is `flag`, `a--b` (a dash in
+/// prose) is two words, and a trailing `-` is not part of the chain.
+#[derive(Default)]
+struct Chain {
+    /// Byte offset of the chain's start in the text.
+    start: usize,
+    /// Byte offset of the end of its last run.
+    end: usize,
+    /// Word runs in it; 0 when there is none.
+    parts: usize,
+    /// All its runs are ASCII.
+    ascii: bool,
+    /// [`byte_class`] bits of its runs, or-ed (a hyphen adds none).
+    classes: u8,
+}
+
+impl Chain {
+    /// Adds the run at `start..end`: to this chain if one hyphen separates them, else to a new
+    /// chain, reporting this one if it is complete.
+    fn add(&mut self, text: &str, start: usize, end: usize, run: &WordRun<'_>, visitor: &mut impl Visitor) {
+        if self.parts > 0 && self.end + 1 == start && text.as_bytes().get(self.end) == Some(&b'-') {
+            self.end = end;
+            self.parts += 1;
+            self.ascii &= run.ascii;
+            self.classes |= run.classes;
+            return;
+        }
+        self.finish(text, visitor);
+        *self = Chain { start, end, parts: 1, ascii: run.ascii, classes: run.classes };
+    }
+
+    /// Reports the chain if it joins two runs or more, and starts none.
+    fn finish(&mut self, text: &str, visitor: &mut impl Visitor) {
+        if self.parts >= 2
+            && let Some(chain) = text.get(self.start..self.end)
+        {
+            visitor.word_run(WordRun { text: chain, ascii: self.ascii, classes: self.classes });
+        }
+        self.parts = 0;
+    }
+}
+
+/// True if `text` is one word by these rules as written: a run of [`is_word_char`]s, or such
+/// runs joined by single hyphens ([`Chain`]).
+pub fn is_one_word(text: &str) -> bool {
+    !text.is_empty() && text.split('-').all(|part| !part.is_empty() && part.chars().all(is_word_char))
 }
 
 /// The character at byte `i` of `text`; `i` is always a character boundary, since every step
@@ -104,7 +159,7 @@ static BYTE_CLASSES: [u8; 256] = {
     table
 };
 
-/// A maximal run of word characters, as written.
+/// A maximal run of word characters, or a hyphenated chain of them, as written.
 #[derive(Debug, Clone, Copy)]
 pub struct WordRun<'a> {
     /// The run.
@@ -137,7 +192,7 @@ fn is_punctuation(c: char) -> bool {
 }
 
 /// Reports the word run starting at `start` and returns where it ends.
-fn word_run(text: &str, start: usize, visitor: &mut impl Visitor) -> usize {
+fn word_run(text: &str, start: usize, chain: &mut Chain, visitor: &mut impl Visitor) -> usize {
     let bytes = text.as_bytes();
     let mut i = start;
     let mut ascii = true;
@@ -161,7 +216,9 @@ fn word_run(text: &str, start: usize, visitor: &mut impl Visitor) -> usize {
         }
     }
     if let Some(run) = text.get(start..i) {
-        visitor.word_run(WordRun { text: run, ascii, classes });
+        let run = WordRun { text: run, ascii, classes };
+        chain.add(text, start, i, &run, visitor);
+        visitor.word_run(run);
     }
     i
 }
@@ -247,7 +304,17 @@ mod tests {
             ("call snake_case and CamelCase", &["call", "snake_case", "camelcase"]),
             ("a b c __ 7 42", &["42"]),
             ("Redis锁问题", &["redis"]),
-            ("multi-process", &["multi", "process"]),
+            ("multi-process", &["multi", "process", "multi-process"]),
+            ("ticket-4242 host-4242", &["ticket", "4242", "ticket-4242", "host", "4242", "host-4242"]),
+            ("GPT-4o en-US x86-64", &["gpt", "4o", "gpt-4o", "en", "us", "en-us", "x86", "64", "x86-64"]),
+            // One-character parts make no word, the chain does; a chain of `_` alone does not.
+            ("e-mail a-b _-_", &["mail", "e-mail", "a-b"]),
+            ("state-of-the-art", &["state", "art", "state-of-the-art"]),
+            // Leading, trailing and doubled hyphens join nothing.
+            ("--dry-run --force pre- -x a--b", &["dry", "run", "dry-run", "force", "pre"]),
+            ("café-déjà snake_case-v2", &["café", "déjà", "café-déjà", "snake_case", "v2", "snake_case-v2"]),
+            // Only an ASCII hyphen joins, with nothing else between the runs.
+            ("ab\u{2010}cd ab- cd ab-分布-cd", &["ab", "cd", "ab", "cd", "ab", "cd"]),
             ("Café déjà", &["café", "déjà"]),
             ("x_ _x __init__ ÉTÉ é", &["x_", "_x", "__init__", "été"]),
             ("Ünïcödé WORDS", &["ünïcödé", "words"]),
@@ -257,20 +324,46 @@ mod tests {
         }
     }
 
-    /// The rule as first written: runs of `is_word_char`, decoded character by character.
+    /// The rule as first written: runs of `is_word_char`, decoded character by character, each
+    /// chain of runs with one `-` between them after its runs.
     fn words_by_definition(text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut run = String::new();
-        for c in text.chars().chain(std::iter::once(' ')) {
-            if is_word_char(c) {
-                run.push(c);
-                continue;
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+            match (is_word_char(c) && i < text.len(), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    runs.push((s, i));
+                    start = None;
+                }
+                _ => {}
             }
-            let lower: String = run.chars().flat_map(char::to_lowercase).collect();
-            if run.chars().any(char::is_alphanumeric) && run.chars().count() >= 2 && !is_stop_word(&lower) {
+        }
+        let mut chains: Vec<Vec<(usize, usize)>> = Vec::new();
+        for run in runs {
+            match chains.last_mut() {
+                Some(chain) if chain.last().is_some_and(|last| &text[last.1..run.0] == "-") => {
+                    chain.push(run)
+                }
+                _ => chains.push(vec![run]),
+            }
+        }
+        let mut out = Vec::new();
+        let mut push = |word: &str| {
+            let lower: String = word.chars().flat_map(char::to_lowercase).collect();
+            if word.chars().any(char::is_alphanumeric) && word.chars().count() >= 2 && !is_stop_word(&lower) {
                 out.push(lower);
             }
-            run.clear();
+        };
+        for chain in chains {
+            for &(s, e) in &chain {
+                push(&text[s..e]);
+            }
+            if let (Some(first), Some(last)) = (chain.first(), chain.last())
+                && chain.len() >= 2
+            {
+                push(&text[first.0..last.1]);
+            }
         }
         out
     }
@@ -303,6 +396,16 @@ mod tests {
 
     use stopwords::is_stop_word;
 
+    /// Every word run and chain a scan reports, as written.
+    struct WholeRuns<'a>(&'a mut Vec<String>);
+
+    impl Visitor for WholeRuns<'_> {
+        fn word_run(&mut self, run: WordRun<'_>) {
+            self.0.push(run.text.to_string());
+        }
+        fn cjk_run(&mut self, _: &Run) {}
+    }
+
     #[test]
     fn stop_words_only_where_asked() {
         let mut all = Vec::new();
@@ -332,6 +435,18 @@ mod tests {
         #[test]
         fn scanner_agrees_with_the_definition(text in "[a-zA-Z0-9_ .,'\"éÉßİK分布式锁\u{0}-\u{7f}\u{80}-\u{3000}]{0,60}") {
             proptest::prop_assert_eq!(words(&text), words_by_definition(&text));
+        }
+
+        #[test]
+        fn scanner_agrees_with_the_definition_on_hyphens(text in "[abAé4_\\- 分.]{0,40}") {
+            proptest::prop_assert_eq!(words(&text), words_by_definition(&text));
+        }
+
+        #[test]
+        fn one_word_is_what_the_scanner_gives_whole(text in "[abAé4_\\- 分.]{1,12}") {
+            let mut runs = Vec::new();
+            scan(&text, &mut WholeRuns(&mut runs));
+            proptest::prop_assert_eq!(is_one_word(&text), runs.contains(&text), "{:?}", runs);
         }
 
         #[test]
