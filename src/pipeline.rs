@@ -318,6 +318,10 @@ pub fn select<S: Source>(
     // `fill` reads on, past the top RECALL_LIMIT and including turns that hold only common
     // anchors (its second tier), until its focus offers could fill the budget twice over (some
     // will not fit) or MAX_FILL_SCANNED were looked at.
+    let named =
+        specific(&query, scored) & !pattern_anchors(&query, decision.deictic) & !query.fallback_mask();
+    let pinned = deictic_pin(view, session, &query, named, &decision, params)?;
+    let pinned_turn = pinned.as_ref().map(|p| p.turn);
     let fill = params.policy == Policy::Fill;
     let scan_limit = if fill { MAX_FILL_SCANNED } else { MAX_SCANNED };
     let admitted = |c: &recall::Candidate| fill || c.matched & focus != 0;
@@ -333,6 +337,9 @@ pub fn select<S: Source>(
             && !words.needs_text()
         {
             continue; // no content word: score 0 (DESIGN §3.3)
+        }
+        if Some(candidate.turn) == pinned_turn {
+            continue;
         }
         let Some(turn) = view.turn_record(session.id, candidate.turn)? else { continue };
         if let Some(words) = &content_words
@@ -368,7 +375,14 @@ pub fn select<S: Source>(
     }
     if !switch {
         // Turn offers only: the evidence projections are offered below.
-        topic_first(&mut offers, segment_start(view, session, params.as_of)?, params.budget);
+        let start = segment_start(view, session, params.as_of)?;
+        if pinned.is_some() {
+            // What a deictic follow-up adds to "this" is phrasing: older turns that repeat it
+            // cover nothing (`fill` may still spend the budget on them).
+            offers.iter_mut().filter(|o| o.turn < start).for_each(|o| o.covers = 0);
+        } else {
+            topic_first(&mut offers, start, params.budget);
+        }
     }
 
     // Evidence projections compete in the same greedy: a projection is a block whose cost is
@@ -394,9 +408,11 @@ pub fn select<S: Source>(
         });
     }
 
-    let picks = select::choose(&query, &offers, params.budget, params.policy, focus | evidence.focus);
-    let mut covered = 0;
-    let mut used_tokens = 0;
+    let pinned_cost = pinned.as_ref().map_or(0, |p| p.tokens + params.block_overhead);
+    let picks =
+        select::choose(&query, &offers, params.budget - pinned_cost, params.policy, focus | evidence.focus);
+    let mut covered = pinned.as_ref().map_or(0, |p| p.newly_covered);
+    let mut used_tokens = pinned.as_ref().map_or(0, |p| p.tokens);
     let mut chosen_evidence = Vec::new();
     for pick in picks.iter().filter(|p| p.offer >= turn_offers) {
         let candidate = &evidence.candidates[pick.offer - turn_offers];
@@ -412,7 +428,8 @@ pub fn select<S: Source>(
             tokens,
         });
     }
-    let mut blocks = Vec::new();
+    let pinned_covered = covered;
+    let mut blocks: Vec<ChosenBlock> = pinned.into_iter().collect();
     for pick in picks.iter().filter(|p| p.offer < turn_offers) {
         let (candidate, block) = &pruned[pick.offer];
         covered |= block.matched;
@@ -429,12 +446,89 @@ pub fn select<S: Source>(
             user,
             assistant,
             score: candidate.score,
-            newly_covered: pick.newly_covered,
+            newly_covered: pick.newly_covered & !pinned_covered,
             tokens,
         });
     }
     blocks.sort_by_key(|b| b.turn);
     Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence })
+}
+
+/// The query anchors that are words of the deictic pattern the gate matched (`then` of
+/// `^and then`): they make the query a follow-up and name nothing.
+fn pattern_anchors(query: &QueryAnchors, pattern: Option<&str>) -> u64 {
+    let Some(pattern) = pattern else { return 0 };
+    let words = pattern.replace("\\b", " ").replace(['^', '(', ')', '|', '?', '*'], " ");
+    let hashes: Vec<u64> = anchor::extract_hashed(&words, anchor_hash).into_iter().map(|a| a.hash).collect();
+    query
+        .anchors()
+        .iter()
+        .enumerate()
+        .fold(0, |mask, (i, a)| if hashes.contains(&a.hash) { mask | (1u64 << i) } else { mask })
+}
+
+/// The anchors in `mask` at least as specific as their mean IDF.
+fn specific(query: &QueryAnchors, mask: u64) -> u64 {
+    let anchors = query.anchors();
+    let of_mask = || (0..anchors.len()).filter(move |&i| mask & (1u64 << i) != 0);
+    let count = of_mask().count();
+    if count == 0 {
+        return 0;
+    }
+    let mean = of_mask().map(|i| anchors[i].idf).sum::<f64>() / count as f64;
+    of_mask().filter(|&i| anchors[i].idf >= mean - 1e-9).fold(0, |m, i| m | (1u64 << i))
+}
+
+/// A deictic follow-up on the current topic that names nothing the topic's latest turn lacks
+/// ("那这个呢？", "go on, what else?", a short reply to the question the last turn asked)
+/// refers to what was just said: that turn is its context, whatever words older turns share
+/// with it. `named` are the query's specific anchors. It is handed over first, whole
+/// if it fits the budget, else pruned to the query; the greedy then spends the rest. Its score
+/// is 0: it is not recalled.
+fn deictic_pin<S: Source>(
+    view: &View<S>,
+    session: &SessionRef<'_>,
+    query: &QueryAnchors,
+    named: u64,
+    decision: &GateDecision,
+    params: &SelectParams<'_>,
+) -> Result<Option<ChosenBlock>> {
+    let Some(latest) = params.as_of.checked_sub(1) else { return Ok(None) };
+    if decision.topic != Topic::Continue || decision.deictic.is_none() {
+        return Ok(None);
+    }
+    let Some(turn) = view.turn_record(session.id, latest)? else { return Ok(None) };
+    let estimate =
+        |user: &str, assistant: &str| params.estimator.estimate(user) + params.estimator.estimate(assistant);
+    let matched = prune::prune(&turn.user, &turn.assistant, query, query.full_mask());
+    let mut held: Vec<u64> = [&turn.user, &turn.assistant]
+        .iter()
+        .flat_map(|text| anchor::extract_hashed(text, anchor_hash))
+        .map(|a| a.hash)
+        .collect();
+    held.sort_unstable();
+    let held_mask = query.anchors().iter().enumerate().fold(0u64, |mask, (i, a)| {
+        if held.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask }
+    });
+    if named & !held_mask != 0 {
+        // The query names something the latest turn does not hold ("thanks, that helps; one more
+        // problem: the readiness probe"): recall finds its context, and the gate may have
+        // taken a new subject for a follow-up. Telling a named subject from shared phrasing
+        // (`怎么配置比较好`) needs statistics the index does not keep yet.
+        return Ok(None);
+    }
+    let whole = estimate(&turn.user, &turn.assistant);
+    let (user, assistant, tokens) = if whole + params.block_overhead <= params.budget {
+        (turn.user, turn.assistant, whole)
+    } else if let Some(block) = &matched
+        && estimate(&block.user, &block.assistant) + params.block_overhead <= params.budget
+    {
+        (block.user.clone(), block.assistant.clone(), estimate(&block.user, &block.assistant))
+    } else {
+        return Ok(None);
+    };
+    let newly_covered = matched.map_or(0, |b| b.matched);
+    Ok(Some(ChosenBlock { turn: latest, user, assistant, score: 0.0, newly_covered, tokens }))
 }
 
 /// The postings of each query anchor in `wanted` (others get an empty list) in the session's
@@ -576,6 +670,17 @@ mod tests {
         let mut tight = [offer(3, 0b011), Offer { tokens: 500, ..offer(12, 0b001) }];
         topic_first(&mut tight, 10, 100);
         assert_eq!(tight[0].covers, 0b011);
+    }
+
+    #[test]
+    fn the_words_of_a_deictic_pattern_name_nothing() {
+        let text = "what else about the lease";
+        let q = QueryAnchors::build(text, &anchor::extract(text), 10, |_| Ok::<_, ()>(1)).unwrap();
+        let bit = |t: &str| 1u64 << q.anchors().iter().position(|a| a.text == t).unwrap();
+        assert_eq!(pattern_anchors(&q, Some("^what else")), bit("else"));
+        assert_eq!(pattern_anchors(&q, Some("^(this|that|it)\\b")), 0);
+        assert_eq!(pattern_anchors(&q, None), 0);
+        assert_eq!(specific(&q, q.full_mask()), q.full_mask(), "equal idf: all at the mean");
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub fn weigh<E>(
 pub struct QueryAnchors {
     anchors: Vec<QueryAnchor>,
     gate_weights: GateWeights,
+    /// Hash of the 20-character fallback anchor, if the query fell back to it.
+    fallback: Option<u64>,
 }
 
 impl QueryAnchors {
@@ -88,7 +90,8 @@ impl QueryAnchors {
             .collect();
         anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
         anchors.truncate(MAX_QUERY_ANCHORS);
-        Ok(Self { anchors, gate_weights })
+        let fallback = fallback.map(|head| anchor_hash(&head));
+        Ok(Self { anchors, gate_weights, fallback })
     }
 
     /// Every anchor's weight, uncapped, sorted by hash: the gate's input.
@@ -104,6 +107,15 @@ impl QueryAnchors {
     /// Number of anchors.
     pub fn len(&self) -> usize {
         self.anchors.len()
+    }
+
+    /// The bit of the 20-character fallback anchor (0 if the query has real anchors): the head
+    /// of a query made only of stop and framing words names nothing.
+    pub fn fallback_mask(&self) -> u64 {
+        self.anchors
+            .iter()
+            .enumerate()
+            .fold(0, |mask, (i, a)| if Some(a.hash) == self.fallback { mask | (1u64 << i) } else { mask })
     }
 
     /// The mask with every anchor's bit set.
@@ -159,6 +171,8 @@ mod tests {
         let q = build("the and of it is was", 5, &[]);
         assert_eq!(q.anchors()[0].text, "the and of it is was");
         assert_eq!(q.len(), 1);
+        assert_eq!(q.fallback_mask(), 1);
+        assert_eq!(build("redis lock", 5, &[]).fallback_mask(), 0);
         assert_eq!(build("   ", 5, &[]).len(), 0);
     }
 

@@ -5,7 +5,7 @@
 //! reaches 85% of the query's, or nothing more fits. The anchors counted are the query's focus
 //! anchors (framing words and common context left out, see `pipeline`). A block that does not fit the remaining
 //! budget is skipped; a block with zero gain is never taken. Ties go to the lower turn id.
-//! The `fill` policy then spends what is left of the budget on the best remaining candidates.
+//! The `fill` policy then spends what is left of the budget (see [`choose`]).
 
 use crate::query::QueryAnchors;
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,8 @@ pub enum Policy {
     /// The smallest context that covers the query (the greedy alone). The default.
     #[default]
     Minimal,
-    /// The greedy, then the rest of the budget filled with the best remaining candidates.
+    /// The greedy, then the rest of the budget spent past the top 20: turns with a specific
+    /// anchor, then those turns whole where room is left, then turns with common anchors only.
     Fill,
 }
 

@@ -134,3 +134,57 @@ fn evidence_found_by_a_word_the_history_uses_everywhere_is_not_offered() -> Test
     );
     Ok(())
 }
+
+#[test]
+fn a_deictic_follow_up_takes_the_topics_latest_turn() -> TestResult {
+    // The earlier topic's turns repeat the follow-up's own words; the current topic's do not.
+    let cases = [
+        (
+            ["分布式锁过期了。那这个呢？", "锁的过期时间要大于业务耗时。那这个呢？续期。"],
+            ["协程调度卡住了，事件循环要怎么排查？", "先检查阻塞调用，再看事件循环的任务队列。"],
+            "那这个呢？",
+        ),
+        (
+            [
+                "The redis lock expired. Go on, what else?",
+                "Renew the lease before it ends. What else? Go on.",
+            ],
+            ["The asyncio event loop stalls under load.", "Look for a blocking call inside a coroutine."],
+            "And then what?",
+        ),
+    ];
+    for (old, current, query) in cases {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        let session = gk.session("s")?;
+        for _ in 0..3 {
+            session.add_turn(old[0], old[1])?;
+        }
+        for i in 0..3 {
+            session.add_turn(&format!("{} ({i})", current[0]), current[1])?;
+        }
+        for policy in [Policy::Minimal, Policy::Fill] {
+            let selection = select(&gk, query, policy, 4000)?;
+            within_budget(&selection);
+            assert_eq!(selection.decision.topic, ctxgate::Topic::Continue, "{query}");
+            assert!(selection.decision.deictic.is_some(), "{query}");
+            let turns: Vec<u32> = selection.blocks.iter().map(|b| b.turn_id).collect();
+            assert!(
+                turns.contains(&5),
+                "{query}: the latest turn is the context: {turns:?} {:?} {:?}",
+                selection.anchors,
+                selection.decision
+            );
+            if policy == Policy::Minimal {
+                assert!(turns.iter().all(|&t| t >= 3), "{query}: no turn of the earlier topic: {turns:?}");
+            }
+            let latest = selection.blocks.iter().find(|b| b.turn_id == 5).ok_or("turn 5")?;
+            assert_eq!(latest.assistant, current[1], "handed over whole");
+        }
+        // Without room for it, nothing is forced in.
+        let tight = select(&gk, query, Policy::Minimal, 10)?;
+        within_budget(&tight);
+        assert!(tight.blocks.is_empty());
+    }
+    Ok(())
+}

@@ -110,7 +110,7 @@ impl Chain {
 }
 
 /// True if `text` is one word by these rules as written: a run of [`is_word_char`]s, or such
-/// runs joined by single hyphens ([`Chain`]).
+/// runs joined by single hyphens (a hyphen chain).
 pub fn is_one_word(text: &str) -> bool {
     !text.is_empty() && text.split('-').all(|part| !part.is_empty() && part.chars().all(is_word_char))
 }

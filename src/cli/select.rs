@@ -31,7 +31,7 @@ pub struct Args {
 pub enum PolicyArg {
     /// The smallest context that covers the query
     Minimal,
-    /// Cover the query, then fill the budget with the next best turns
+    /// Cover the query, then fill the budget with the next best turns (whole where room is left)
     Fill,
 }
 

@@ -62,7 +62,7 @@ impl From<Error> for ToolError {
 pub enum PolicyParam {
     /// The smallest context that covers the query.
     Minimal,
-    /// Cover the query, then fill the budget with the next best turns.
+    /// Cover the query, then fill the budget with the next best turns (whole where room is left).
     Fill,
 }
 
