@@ -409,8 +409,21 @@ pub fn select<S: Source>(
     }
 
     let pinned_cost = pinned.as_ref().map_or(0, |p| p.tokens + params.block_overhead);
-    let picks =
-        select::choose(&query, &offers, params.budget - pinned_cost, params.policy, focus | evidence.focus);
+    // What the greedy must cover: for `minimal`, every anchor the history holds (a name, a
+    // common word), so a second turn with the focus anchors and the rest is taken; which turns
+    // may be taken is still the focus's say (`admitted`). `fill` starts from the focus alone and
+    // spends the budget in rank order, which measured better than the greedy's cheaper picks.
+    let must_cover = match params.policy {
+        Policy::Minimal => held_mask(&postings),
+        Policy::Fill => focus,
+    };
+    let picks = select::choose(
+        &query,
+        &offers,
+        params.budget - pinned_cost,
+        params.policy,
+        must_cover | evidence.focus,
+    );
     let mut covered = pinned.as_ref().map_or(0, |p| p.newly_covered);
     let mut used_tokens = pinned.as_ref().map_or(0, |p| p.tokens);
     let mut chosen_evidence = Vec::new();
@@ -452,6 +465,11 @@ pub fn select<S: Source>(
     }
     blocks.sort_by_key(|b| b.turn);
     Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence })
+}
+
+/// The query anchors the session's history holds (framing words have no postings here).
+fn held_mask(postings: &[Vec<Posting>]) -> u64 {
+    (0..postings.len()).filter(|&i| !postings[i].is_empty()).fold(0, |m, i| m | (1u64 << i))
 }
 
 /// The query anchors that are words of the deictic pattern the gate matched (`then` of
