@@ -56,6 +56,11 @@ fn is_prefix(prefix: &[String], path: &[String]) -> bool {
 
 /// The invariants of DESIGN §4 for one document and its projection.
 fn check_invariants(reference: &EvidenceRef, doc: &Value, projection: &Projection, spec: Option<&Spec>) {
+    // A document given whole is the document, with nothing beside it to cover.
+    if let Some(content) = &projection.content {
+        assert_eq!(content, doc, "{reference}: content is the document");
+        assert!(projection.facts.is_empty() && projection.omitted_from_context.is_empty(), "{reference}");
+    }
     // Facts are never rewritten: byte-for-byte the normalized value at the pointer.
     for (p, fact) in &projection.facts {
         let source = doc.pointer(p).unwrap_or_else(|| panic!("{reference}: fact {p} is not in the document"));
@@ -74,7 +79,7 @@ fn check_invariants(reference: &EvidenceRef, doc: &Value, projection: &Projectio
         .collect();
     let mut all = Vec::new();
     leaves(doc, &mut Vec::new(), &mut all);
-    for leaf in all {
+    for leaf in all.into_iter().filter(|_| projection.content.is_none()) {
         let in_facts = facts.iter().any(|f| is_prefix(f, &leaf));
         let in_omitted = omitted.iter().any(|o| is_prefix(o, &leaf));
         assert!(
@@ -137,6 +142,10 @@ fn every_fixture_projection_keeps_the_invariants_with_and_without_the_spec() {
             );
             match &doc {
                 Document::Json(value) => check_invariants(reference, value, &projection, spec),
+                Document::Text(text) if projection.content.is_some() => {
+                    assert_eq!(projection.content, Some(Value::from(text.as_str())), "{reference}");
+                    assert!(projection.facts.is_empty() && projection.omitted_from_context.is_empty());
+                }
                 Document::Text(text) => {
                     let head = projection.facts["head"].as_str().unwrap();
                     assert!(text.starts_with(head), "{reference}: the head is an exact prefix");
@@ -429,6 +438,114 @@ fn put_writes_the_full_document_and_prints_the_projection() -> TestResult {
         .expect_code(1)?;
     assert_eq!(refused.json_error()?.error.kind, "evidence");
     assert_eq!(std::fs::read(root.join("round_1/baseline.json"))?, std::fs::read(&source)?);
+    Ok(())
+}
+
+#[test]
+fn a_tiny_document_is_selected_whole_and_costs_no_more_than_itself() -> TestResult {
+    let env = TestEnv::new()?;
+    let root = env.dir.path().join("evidence");
+    let root_arg = root.to_str().ok_or("utf-8 path")?;
+    let text = "rollout 7781 halted: quota exceeded!\n\n";
+    let json = r#"{"node": 88}"#;
+    assert_eq!((text.len(), json.len()), (38, 12));
+    env.add("s", "We are rolling out the new build.", "Watching the dashboards.")?;
+    for (reference, document, content, query) in [
+        ("tool-output/s/rollout.txt", text, Value::from(text), "why was rollout 7781 halted"),
+        ("probe.json", json, serde_json::json!({"node": 88}), "which node 88"),
+    ] {
+        let file = env.dir.path().join("doc");
+        std::fs::write(&file, document)?;
+        let put = env
+            .run([
+                "--evidence-root",
+                root_arg,
+                "evidence",
+                "put",
+                "--ref",
+                reference,
+                file.to_str().unwrap(),
+            ])?
+            .ok()?;
+        // Printed, stored and selected alike: the document itself with its ref, nothing else.
+        let printed: Value = serde_json::from_str(&put.stdout)?;
+        let envelope = serde_json::json!({
+            "schema_version": "ctxgate-evidence/v1", "kind": printed["kind"], "evidence_ref": reference,
+            "content": content,
+        });
+        assert_eq!(printed, envelope);
+        let fixed = serde_json::to_string(&serde_json::json!({
+            "schema_version": "ctxgate-evidence/v1", "kind": printed["kind"], "evidence_ref": reference,
+            "content": "",
+        }))?;
+        // The document, its escaped newlines, and the envelope's fixed keys: no more.
+        let most = gk_estimate(document)
+            + gk_estimate(&"\\".repeat(document.matches('\n').count()))
+            + gk_estimate(&fixed);
+
+        let doc: SelectDoc = env.select("s", &[], query)?;
+        doc.check_invariants()?;
+        let chosen = doc
+            .evidence
+            .iter()
+            .find(|e| e.evidence_ref == reference)
+            .ok_or_else(|| format!("{reference} not selected for {query:?}: {doc:#?}"))?;
+        assert_eq!(chosen.projection, envelope);
+        assert!(chosen.tokens <= most, "{reference}: {} tokens, at most {most}", chosen.tokens);
+        let listed: Value = env.run(["--json", "evidence", "list"])?.ok()?.json()?;
+        let listed = listed["documents"]
+            .as_array()
+            .and_then(|docs| docs.iter().find(|d| d["evidence_ref"] == reference))
+            .ok_or("listed")?;
+        assert_eq!(listed["projection_tokens"], chosen.tokens, "{listed}");
+    }
+    Ok(())
+}
+
+#[test]
+fn rebuild_refits_a_projection_stored_before_small_documents_were_given_whole() -> TestResult {
+    let env = TestEnv::new()?;
+    let text = "rollout 7781 halted: quota exceeded!\n\n";
+    let (now, listed) = {
+        let gk = Gatekeeper::open(&env.db, Options::default())?;
+        let now =
+            gk.put_evidence("tool-output/s/rollout.txt", text.as_bytes(), &EvidenceOptions::default())?;
+        (now, gk.list_evidence()?)
+    };
+    assert_eq!(now.content, Some(Value::from(text)));
+    // The record as the version before stored it: head, line count and size, every list.
+    let old = serde_json::json!({
+        "schema_version": "ctxgate-evidence/v1", "kind": "text", "evidence_ref": "tool-output/s/rollout.txt",
+        "facts": {"head": text, "line_count": 2, "bytes": 38},
+        "omitted_from_context": [], "known_unknowns": [], "blocked_decisions": [],
+        "claim_constraints": [], "agent_space": []
+    })
+    .to_string();
+    {
+        let options = ctxgate::store::StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(5),
+            quick_repair: false,
+        };
+        let store = ctxgate::store::Store::open(&env.db, &options)?;
+        store.write(|view| -> Result<(), ctxgate::store::Error> {
+            let (_, mut record) = view.evidence_by_ref("tool-output/s/rollout.txt")?.expect("stored");
+            record.projection_tokens = gk_estimate(&old);
+            record.projection = old.clone();
+            view.put_evidence(&record)?;
+            Ok(())
+        })?;
+    }
+    let stale = Gatekeeper::open(&env.db, Options::default())?.list_evidence()?;
+    assert!(stale[0].projection_tokens > listed[0].projection_tokens, "{stale:?}");
+
+    ctxgate::jobs::rebuild(&env.db, &Options::default())?;
+    let gk = Gatekeeper::open(&env.db, Options::default())?;
+    assert_eq!(gk.list_evidence()?, listed, "as stored now");
+    gk.session("s")?.add_turn("We roll out the build.", "Watching.")?;
+    let selected = gk.session("s")?.select("why was rollout 7781 halted")?;
+    assert_eq!(selected.evidence.len(), 1, "{selected:#?}");
+    assert_eq!(selected.evidence[0].projection, serde_json::to_value(&now)?);
     Ok(())
 }
 

@@ -16,7 +16,7 @@ mod spec;
 pub use anchors::{MAX_INDEXED_BYTES, indexed_text};
 pub use projection::{
     Blocked, DEFAULT_FACT_BYTES, DEFAULT_HEAD_LINES, Document, MAX_HEAD_BYTES, Omitted, Projection,
-    SMALL_VALUE_BYTES, Unknown, choose_kind, project,
+    SMALL_VALUE_BYTES, Unknown, choose_kind, project, whole_if_no_longer,
 };
 pub use reference::{EvidenceRef, MAX_REF_BYTES, RefError};
 pub use root::{EvidenceRoot, ReadDocument, RootError, TEMP_PREFIX, WalkSkip, WalkedFile, Written};

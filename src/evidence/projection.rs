@@ -4,7 +4,8 @@
 //! key `/a/b` serializes to exactly the bytes of the document's value at `/a/b` (both as
 //! normalized JSON: compact, members in document order). Every part of the document that is not
 //! a fact is listed in `omitted_from_context` with its pointer and size, so the model knows it
-//! exists and can read it by `evidence_ref`. The same document and spec give the same bytes.
+//! exists and can read it by `evidence_ref`. A document no longer than its facts and omissions
+//! is given whole instead, as `content`. The same document and spec give the same bytes.
 
 use super::pointer::{self, join, normalized_len};
 use super::reference::EvidenceRef;
@@ -24,7 +25,8 @@ pub const DEFAULT_HEAD_LINES: usize = 20;
 /// Most bytes of a text document's head.
 pub const MAX_HEAD_BYTES: usize = 2048;
 
-/// The envelope of DESIGN §4.
+/// The envelope of DESIGN §4. Empty lists and maps are left out when it is serialized (every
+/// key costs the context tokens) and read back as empty.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Projection {
     /// The spec's schema version, or [`DEFAULT_SCHEMA_VERSION`].
@@ -33,17 +35,27 @@ pub struct Projection {
     pub kind: String,
     /// Where the full document is, relative to the evidence root.
     pub evidence_ref: String,
+    /// The whole document (its JSON value, or its text), when that is no longer than its facts
+    /// and omissions: then `facts` and `omitted_from_context` are empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
     /// Exact values by JSON pointer (for text: its head and sizes).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub facts: Map<String, Value>,
     /// Every part left out, with its size and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub omitted_from_context: Vec<Omitted>,
     /// Fields the spec names that are missing or null.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub known_unknowns: Vec<Unknown>,
     /// Decisions the evidence does not support.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocked_decisions: Vec<Blocked>,
     /// Claims the model must not make from these facts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claim_constraints: Vec<String>,
     /// Where the model is free to decide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_space: Vec<String>,
 }
 
@@ -141,11 +153,22 @@ pub fn choose_kind<'s>(
     }
 }
 
-/// Projects `doc` stored at `reference`.
+/// Projects `doc` stored at `reference`: its facts and omissions, or the document whole if that
+/// is no longer.
 ///
 /// # Errors
 /// A message if `kind` is given and the spec does not define it.
 pub fn project(
+    reference: &EvidenceRef,
+    doc: &Document,
+    spec: Option<&Spec>,
+    kind: Option<&str>,
+) -> Result<Projection, String> {
+    Ok(whole_if_no_longer(doc, project_parts(reference, doc, spec, kind)?))
+}
+
+/// The projection by facts and omissions.
+fn project_parts(
     reference: &EvidenceRef,
     doc: &Document,
     spec: Option<&Spec>,
@@ -156,6 +179,7 @@ pub fn project(
         schema_version: spec.map_or(DEFAULT_SCHEMA_VERSION, |s| s.schema_version.as_str()).to_string(),
         kind: rules.map(|r| r.kind.as_str()).or(kind).unwrap_or(doc.default_kind()).to_string(),
         evidence_ref: reference.as_str().to_string(),
+        content: None,
         facts: Map::new(),
         omitted_from_context: Vec::new(),
         known_unknowns: Vec::new(),
@@ -189,6 +213,51 @@ pub fn project(
         }
     }
     Ok(projection)
+}
+
+/// `projection` with the document itself in place of its facts and omissions, if that is no
+/// longer as compact JSON (in characters, what the token estimate counts; ties go to the
+/// document): a small document costs what it is, not an envelope of pointers around it. Unknowns,
+/// blocked decisions and the spec's text stay, so a stored projection is refitted without its
+/// spec.
+pub fn whole_if_no_longer(doc: &Document, projection: Projection) -> Projection {
+    let projected = json_chars(&projection);
+    // A character is at most four bytes: a document over four times the projection's length in
+    // bytes cannot be shorter, and is not copied to find out.
+    let limit = 4 * projected as u64;
+    let content = match doc {
+        Document::Json(value) if !longer_than(value, limit) => value.clone(),
+        Document::Text(text) if text.len() as u64 <= limit => Value::from(text.as_str()),
+        _ => return projection,
+    };
+    let whole = Projection {
+        content: Some(content),
+        facts: Map::new(),
+        omitted_from_context: Vec::new(),
+        ..projection.clone()
+    };
+    if json_chars(&whole) <= projected { whole } else { projection }
+}
+
+/// Whether `value` is over `limit` bytes as compact JSON; counting stops there.
+fn longer_than(value: &Value, limit: u64) -> bool {
+    struct Capped(u64);
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.checked_sub(buf.len() as u64).ok_or(std::io::ErrorKind::WriteZero)?;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    serde_json::to_writer(&mut Capped(limit), value).is_err()
+}
+
+/// Characters of `projection` as compact JSON.
+fn json_chars(projection: &Projection) -> usize {
+    // A projection has string keys only: it always serializes.
+    serde_json::to_string(projection).map_or(usize::MAX, |json| json.chars().count())
 }
 
 fn omitted(path: &[String], value: &Value, reason: String) -> Omitted {
@@ -382,7 +451,7 @@ mod tests {
             "a": 1.5, "rows": [[1], [2]], "src": "missing", "other": {"x": 1},
             "t": {"db.t1": {"cols": ["id"], "stats": null, "ddl": "create"}, "db.t2": {"cols": []}}
         });
-        let p = project(&r("x.json"), &Document::Json(doc), Some(&spec()), None).unwrap();
+        let p = project_parts(&r("x.json"), &Document::Json(doc.clone()), Some(&spec()), None).unwrap();
         assert_eq!(p.kind, "k");
         assert_eq!(p.schema_version, "t/v1");
         assert_eq!(p.facts.keys().collect::<Vec<_>>(), ["/a", "/t/db.t1/cols", "/t/db.t2/cols"]);
@@ -404,7 +473,19 @@ mod tests {
         assert_eq!(unknowns, [("/t/db.t1/stats", "null"), ("/t/db.t2/stats", "missing"), ("/z", "missing")]);
         let blocked: Vec<&str> = p.blocked_decisions.iter().map(|b| b.decision.as_str()).collect();
         assert_eq!(blocked, ["d1", "d2"]);
-        assert_eq!((p.claim_constraints, p.agent_space), (vec!["c".to_string()], vec!["s".to_string()]));
+        assert_eq!((&p.claim_constraints, &p.agent_space), (&vec!["c".to_string()], &vec!["s".to_string()]));
+
+        // This document is shorter than its facts and omissions: it is given whole, and what
+        // the spec says of it stays.
+        let whole = project(&r("x.json"), &Document::Json(doc.clone()), Some(&spec()), None).unwrap();
+        assert_eq!(whole.content, Some(doc));
+        assert!(whole.facts.is_empty() && whole.omitted_from_context.is_empty());
+        assert_eq!(
+            (&whole.known_unknowns, &whole.blocked_decisions, &whole.claim_constraints, &whole.agent_space),
+            (&p.known_unknowns, &p.blocked_decisions, &p.claim_constraints, &p.agent_space)
+        );
+        assert_eq!((&whole.kind, &whole.schema_version), (&p.kind, &p.schema_version));
+        assert!(json_chars(&whole) < json_chars(&p));
     }
 
     #[test]
@@ -470,12 +551,95 @@ mod tests {
         })
     }
 
+    /// The envelope `parts` would be with `doc` whole in it.
+    fn with_content(parts: &Projection, content: Value) -> Projection {
+        Projection {
+            content: Some(content),
+            facts: Map::new(),
+            omitted_from_context: Vec::new(),
+            ..parts.clone()
+        }
+    }
+
+    /// Token estimate of a projection as stored and selected: compact JSON.
+    fn tokens(projection: &Projection) -> u32 {
+        use crate::tokens::TokenEstimator;
+        crate::tokens::CharEstimator.estimate(&serde_json::to_string(projection).unwrap())
+    }
+
+    #[test]
+    fn a_small_tool_output_is_given_whole() {
+        use crate::tokens::TokenEstimator;
+        let text = "test result: ok. 12 passed; 0 failed\n\n";
+        assert_eq!(text.len(), 38);
+        let reference = r("tool-output/s/call_1.txt");
+        let p = project(&reference, &Document::Text(text.into()), None, None).unwrap();
+        assert_eq!(p.content, Some(Value::from(text)), "the document exactly");
+        let json = serde_json::to_string(&p).unwrap();
+        let envelope = r#"{"schema_version":"ctxgate-evidence/v1","kind":"text","evidence_ref":"tool-output/s/call_1.txt","content":""}"#;
+        assert_eq!(
+            json,
+            envelope.replace(r#""content":"""#, r#""content":"test result: ok. 12 passed; 0 failed\n\n""#)
+        );
+        // The document's estimate, its two escaped newlines and the fixed envelope.
+        let estimate = |s: &str| crate::tokens::CharEstimator.estimate(s);
+        assert!(tokens(&p) <= estimate(text) + estimate("\\\\") + estimate(envelope), "{json}");
+        let parts = project_parts(&reference, &Document::Text(text.into()), None, None).unwrap();
+        assert!(tokens(&p) < tokens(&parts), "the head, line count and size cost more");
+        // Read back as it is stored: the keys left out are empty.
+        assert_eq!(serde_json::from_str::<Projection>(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn a_small_json_document_is_given_whole() {
+        use crate::tokens::TokenEstimator;
+        let bytes = br#"{"ok": true}"#;
+        assert_eq!(bytes.len(), 12);
+        let doc = Document::parse(bytes);
+        let p = project(&r("a.json"), &doc, None, None).unwrap();
+        assert_eq!(p.content, Some(json!({"ok": true})), "the document exactly");
+        assert!(p.facts.is_empty() && p.omitted_from_context.is_empty());
+        let json = serde_json::to_string(&p).unwrap();
+        let envelope =
+            r#"{"schema_version":"ctxgate-evidence/v1","kind":"json","evidence_ref":"a.json","content":}"#;
+        assert_eq!(json, envelope.replace(":}", r#":{"ok":true}}"#));
+        let estimate = |s: &str| crate::tokens::CharEstimator.estimate(s);
+        assert!(tokens(&p) <= estimate(std::str::from_utf8(bytes).unwrap()) + estimate(envelope), "{json}");
+        assert_eq!(serde_json::from_str::<Projection>(&json).unwrap(), p);
+    }
+
+    #[test]
+    fn text_is_given_whole_exactly_while_that_is_no_longer() {
+        let (mut whole, mut headed) = (0, 0);
+        for lines in 0..80 {
+            let text: String = (1..=lines).map(|i| format!("step {i} finished\n")).collect();
+            let doc = Document::Text(text.clone());
+            let p = project(&r("run.log"), &doc, None, None).unwrap();
+            let parts = project_parts(&r("run.log"), &doc, None, None).unwrap();
+            let content = with_content(&parts, Value::from(text));
+            assert_eq!(json_chars(&p), json_chars(&parts).min(json_chars(&content)), "{lines} lines");
+            if p.content.is_some() {
+                assert_eq!(p, content);
+                whole += 1;
+            } else {
+                assert_eq!(p, parts);
+                headed += 1;
+            }
+        }
+        assert!(whole > 0 && headed > 0, "{whole} whole, {headed} by their head");
+    }
+
     proptest::proptest! {
         /// The default projection of any document: facts are the values at their pointers,
-        /// every leaf is in exactly one fact or omission, facts stay within their cap.
+        /// every leaf is in exactly one fact or omission, facts stay within their cap; the
+        /// document is given whole exactly when that is no longer.
         #[test]
         fn default_projection_invariants(doc in json()) {
-            let p = project(&r("x.json"), &Document::Json(doc.clone()), None, None).unwrap();
+            let chosen = project(&r("x.json"), &Document::Json(doc.clone()), None, None).unwrap();
+            let p = project_parts(&r("x.json"), &Document::Json(doc.clone()), None, None).unwrap();
+            let whole = with_content(&p, doc.clone());
+            proptest::prop_assert_eq!(json_chars(&chosen), json_chars(&p).min(json_chars(&whole)));
+            proptest::prop_assert!(chosen == p || chosen == whole);
             let mut fact_bytes = 0;
             for (pointer, fact) in &p.facts {
                 proptest::prop_assert_eq!(doc.pointer(pointer), Some(fact));

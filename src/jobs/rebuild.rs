@@ -9,6 +9,7 @@ use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
 use crate::store::{SourceIndex, Store, StoreOptions, anchor_hash, records::ForwardRecord};
+use crate::tokens::{CharEstimator, TokenEstimator};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -234,9 +235,23 @@ fn copy(
     copy_evidence(source, new, &new_ids, report)
 }
 
+/// `record`'s projection as [`evidence::project`] would store it now for `doc`, with its token
+/// estimate (the CLI's, characters × 1.5) if it changed. A projection that does not parse as
+/// one is kept as it is.
+fn refit(record: &mut EvidenceRecord, doc: &Document) {
+    let Ok(stored) = serde_json::from_str::<evidence::Projection>(&record.projection) else { return };
+    let Ok(fitted) = serde_json::to_string(&evidence::whole_if_no_longer(doc, stored)) else { return };
+    if fitted != record.projection {
+        record.projection_tokens = CharEstimator.estimate(&fitted);
+        record.projection = fitted;
+    }
+}
+
 /// Evidence records are copied with their projection; their anchors are derived again from
 /// the file under the evidence root when it still has the indexed bytes, else from the
-/// projection (what a selection shows of it).
+/// projection (what a selection shows of it). A projection whose file is there is refitted:
+/// given whole if the document is no longer, its empty lists left out, as an index made now
+/// stores it (which needs no spec).
 fn copy_evidence(
     source: &SourceIndex,
     new: &Store,
@@ -265,7 +280,11 @@ fn copy_evidence(
                 .filter(|bytes| xxhash_rust::xxh3::xxh3_64(bytes) == record.digest);
             let from_file = on_disk.is_some();
             let doc = match on_disk {
-                Some(bytes) => Document::parse(&bytes),
+                Some(bytes) => {
+                    let doc = Document::parse(&bytes);
+                    refit(&mut record, &doc);
+                    doc
+                }
                 None => Document::parse(record.projection.as_bytes()),
             };
             record.anchors = anchor::extract_hashed(&evidence::indexed_text(&doc), anchor_hash)

@@ -223,8 +223,9 @@ recent turns) or switch, with its numbers. Cheap; does not select anything.";
 const STORE_EVIDENCE: &str = "Call this with a tool's full output (query results, DDL, plans, logs, \
 test output) instead of putting it in the conversation: stores the whole document on disk under \
 `ref` and returns its projection — exact facts by JSON pointer, what was omitted and its size, \
-known unknowns, blocked decisions, claim constraints. Reason from the projection; never restate \
-omitted data; read parts with read_evidence.";
+known unknowns, blocked decisions, claim constraints (a document no longer than that comes back \
+whole, as `content`). Reason from the projection; never restate omitted data; read parts with \
+read_evidence.";
 const READ_EVIDENCE: &str = "Reads a stored evidence document by its evidence_ref, whole or the part \
 at a JSON pointer listed in omitted_from_context. Use it when a projection says a fact you need \
 was omitted, instead of guessing it.";

@@ -48,8 +48,9 @@ struct EvidenceBlock {
     covered_anchors: Vec<String>,
     /// Estimated tokens of the projection.
     tokens: u32,
-    /// The projection: facts (exact values by JSON pointer), omitted parts, known unknowns,
-    /// blocked decisions, claim constraints, agent space.
+    /// The projection: facts (exact values by JSON pointer) and omitted parts, or a small
+    /// document whole as `content`; known unknowns, blocked decisions, claim constraints, agent
+    /// space. Empty lists are left out.
     projection: Projection,
 }
 
