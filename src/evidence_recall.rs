@@ -61,20 +61,6 @@ fn visible_anchors(query: &QueryAnchors, projection: &str) -> u64 {
         .fold(0, |mask, (i, a)| if hashes.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask })
 }
 
-/// The query anchors in `scored` at least as specific as their mean by the IDF of the
-/// conversation history, the scale turns compete on: a word the history uses everywhere (`ms`,
-/// `check`) is as weak a lead to a document as to a turn, however rare it is among documents.
-fn specific_in_history(query: &QueryAnchors, scored: u64) -> u64 {
-    let anchors = query.anchors();
-    let scored_ones = || (0..anchors.len()).filter(|&i| scored & (1u64 << i) != 0);
-    let count = scored_ones().count();
-    if count == 0 {
-        return 0;
-    }
-    let mean = scored_ones().map(|i| anchors[i].idf).sum::<f64>() / count as f64;
-    scored_ones().filter(|&i| anchors[i].idf >= mean - 1e-9).fold(0, |mask, i| mask | (1u64 << i))
-}
-
 /// The documents visible from `session` (global ones and its own tool output) that hold the
 /// query's anchors in `scored`.
 pub fn recall<S: Source>(
@@ -113,7 +99,9 @@ pub fn recall<S: Source>(
     }
     let mean = weights.iter().map(|w| w.1).sum::<f64>() / weights.len() as f64;
     let focus = weights.iter().filter(|w| w.1 >= mean - 1e-9).fold(0u64, |mask, w| mask | (1u64 << w.0))
-        & specific_in_history(query, scored);
+        // Also specific by the history's IDF, the scale turns compete on: a word the history
+        // uses everywhere (`ms`, `check`) is as weak a lead to a document as to a turn.
+        & query.specific(scored);
     let upper: f64 = weights.iter().map(|w| w.1).sum::<f64>() * (BM25_K1 + 1.0);
 
     // Found by everything in the document; as a block it covers what its projection shows.

@@ -10,7 +10,7 @@ use crate::query::{self, QueryAnchors};
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::select::{self, Offer, Policy};
 use crate::store::postings::Posting;
-use crate::store::records::{ForwardRecord, SessionRecord};
+use crate::store::records::{ForwardRecord, SessionRecord, TurnRecord};
 use crate::store::{Source, View, anchor_hash};
 use crate::tokens::TokenEstimator;
 use std::cmp::Ordering;
@@ -196,13 +196,7 @@ fn topic_window<'v, S: Source>(
         if let Some(forward) = view.pending().get(session.id, turn) {
             window.push(WindowTurn::Pending(forward));
         } else if let Some(record) = view.turn_record(session.id, turn)? {
-            let mut hashes: Vec<u64> = [&record.user, &record.assistant]
-                .iter()
-                .flat_map(|text| anchor::extract_hashed(text, anchor_hash))
-                .map(|a| a.hash)
-                .collect();
-            hashes.sort_unstable();
-            window.push(WindowTurn::Folded(hashes));
+            window.push(WindowTurn::Folded(turn_hashes(&record)));
         }
     }
     Ok(window)
@@ -318,8 +312,7 @@ pub fn select<S: Source>(
     // `fill` reads on, past the top RECALL_LIMIT and including turns that hold only common
     // anchors (its second tier), until its focus offers could fill the budget twice over (some
     // will not fit) or MAX_FILL_SCANNED were looked at.
-    let named =
-        specific(&query, scored) & !pattern_anchors(&query, decision.deictic) & !query.fallback_mask();
+    let named = query.specific(scored) & !pattern_anchors(&query, decision.deictic) & !query.fallback_mask();
     let pinned = deictic_pin(view, session, &query, named, &decision, params)?;
     let pinned_turn = pinned.as_ref().map(|p| p.turn);
     let fill = params.policy == Policy::Fill;
@@ -472,29 +465,36 @@ fn held_mask(postings: &[Vec<Posting>]) -> u64 {
     (0..postings.len()).filter(|&i| !postings[i].is_empty()).fold(0, |m, i| m | (1u64 << i))
 }
 
+/// A stored turn's anchor hashes, both sides, sorted (repeats kept): the same rules give the
+/// anchors its postings hold.
+fn turn_hashes(turn: &TurnRecord) -> Vec<u64> {
+    let mut hashes: Vec<u64> = [&turn.user, &turn.assistant]
+        .iter()
+        .flat_map(|text| anchor::extract_hashed(text, anchor_hash))
+        .map(|a| a.hash)
+        .collect();
+    hashes.sort_unstable();
+    hashes
+}
+
+/// The query anchors whose hash is in `sorted`.
+fn anchors_among(query: &QueryAnchors, sorted: &[u64]) -> u64 {
+    query
+        .anchors()
+        .iter()
+        .enumerate()
+        .fold(0, |mask, (i, a)| if sorted.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask })
+}
+
 /// The query anchors that are words of the deictic pattern the gate matched (`then` of
 /// `^and then`): they make the query a follow-up and name nothing.
 fn pattern_anchors(query: &QueryAnchors, pattern: Option<&str>) -> u64 {
     let Some(pattern) = pattern else { return 0 };
     let words = pattern.replace("\\b", " ").replace(['^', '(', ')', '|', '?', '*'], " ");
-    let hashes: Vec<u64> = anchor::extract_hashed(&words, anchor_hash).into_iter().map(|a| a.hash).collect();
-    query
-        .anchors()
-        .iter()
-        .enumerate()
-        .fold(0, |mask, (i, a)| if hashes.contains(&a.hash) { mask | (1u64 << i) } else { mask })
-}
-
-/// The anchors in `mask` at least as specific as their mean IDF.
-fn specific(query: &QueryAnchors, mask: u64) -> u64 {
-    let anchors = query.anchors();
-    let of_mask = || (0..anchors.len()).filter(move |&i| mask & (1u64 << i) != 0);
-    let count = of_mask().count();
-    if count == 0 {
-        return 0;
-    }
-    let mean = of_mask().map(|i| anchors[i].idf).sum::<f64>() / count as f64;
-    of_mask().filter(|&i| anchors[i].idf >= mean - 1e-9).fold(0, |m, i| m | (1u64 << i))
+    let mut hashes: Vec<u64> =
+        anchor::extract_hashed(&words, anchor_hash).into_iter().map(|a| a.hash).collect();
+    hashes.sort_unstable();
+    anchors_among(query, &hashes)
 }
 
 /// A deictic follow-up on the current topic that names nothing the topic's latest turn lacks
@@ -519,15 +519,7 @@ fn deictic_pin<S: Source>(
     let estimate =
         |user: &str, assistant: &str| params.estimator.estimate(user) + params.estimator.estimate(assistant);
     let matched = prune::prune(&turn.user, &turn.assistant, query, query.full_mask());
-    let mut held: Vec<u64> = [&turn.user, &turn.assistant]
-        .iter()
-        .flat_map(|text| anchor::extract_hashed(text, anchor_hash))
-        .map(|a| a.hash)
-        .collect();
-    held.sort_unstable();
-    let held_mask = query.anchors().iter().enumerate().fold(0u64, |mask, (i, a)| {
-        if held.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask }
-    });
+    let held_mask = anchors_among(query, &turn_hashes(&turn));
     if named & !held_mask != 0 {
         // The query names something the latest turn does not hold ("thanks, that helps; one more
         // problem: the readiness probe"): recall finds its context, and the gate may have
@@ -602,21 +594,12 @@ fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {
 /// nothing, since what the history shares with the query is phrasing, not evidence.
 fn focus_anchors(query: &QueryAnchors, postings: &[Vec<Posting>]) -> u64 {
     // Framing anchors have no postings here (they are not read), so they never qualify.
-    let eligible: Vec<usize> = (0..query.len()).filter(|&i| !postings[i].is_empty()).collect();
-    if eligible.is_empty() {
-        return 0;
-    }
-    let anchors = query.anchors();
-    let mean = eligible.iter().map(|&i| anchors[i].idf).sum::<f64>() / eligible.len() as f64;
-    eligible.into_iter().filter(|&i| anchors[i].idf >= mean - 1e-9).fold(0, |mask, i| mask | (1u64 << i))
+    query.specific(held_mask(postings))
 }
 
 /// The query anchors that are framing words.
 pub(crate) fn framing_mask(query: &QueryAnchors, text: &str) -> u64 {
-    let framing = anchor::framing_hashes(text, anchor_hash);
-    query.anchors().iter().enumerate().fold(0, |mask, (i, a)| {
-        if framing.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask }
-    })
+    anchors_among(query, &anchor::framing_hashes(text, anchor_hash))
 }
 
 /// Anchors of a new turn as a forward record: per-side tf merged by anchor hash.
@@ -698,7 +681,7 @@ mod tests {
         assert_eq!(pattern_anchors(&q, Some("^what else")), bit("else"));
         assert_eq!(pattern_anchors(&q, Some("^(this|that|it)\\b")), 0);
         assert_eq!(pattern_anchors(&q, None), 0);
-        assert_eq!(specific(&q, q.full_mask()), q.full_mask(), "equal idf: all at the mean");
+        assert_eq!(q.specific(q.full_mask()), q.full_mask(), "equal idf: all at the mean");
     }
 
     #[test]

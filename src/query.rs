@@ -128,6 +128,18 @@ impl QueryAnchors {
         self.anchors.iter().enumerate().filter(|(i, _)| mask & (1u64 << i) != 0).map(|(_, a)| a.idf).sum()
     }
 
+    /// Of the anchors in `mask`, those at least as specific as their mean IDF: the rarest say
+    /// what a query is about. The mean is a statistic of the query, not a tuned constant.
+    pub fn specific(&self, mask: u64) -> u64 {
+        let in_mask = || (0..self.anchors.len()).filter(move |&i| mask & (1u64 << i) != 0);
+        let count = in_mask().count();
+        if count == 0 {
+            return 0;
+        }
+        let mean = in_mask().map(|i| self.anchors[i].idf).sum::<f64>() / count as f64;
+        in_mask().filter(|&i| self.anchors[i].idf >= mean - 1e-9).fold(0, |m, i| m | (1u64 << i))
+    }
+
     /// Texts of the anchors whose bits are set in `mask`, in anchor order.
     pub fn texts_of(&self, mask: u64) -> Vec<String> {
         self.anchors
@@ -191,5 +203,9 @@ mod tests {
         assert_eq!(q.texts_of(0b101), ["alpha", "gamma"]);
         assert!((q.idf_of(0b011) - (q.anchors()[0].idf + q.anchors()[1].idf)).abs() < 1e-12);
         assert_eq!(mask_of_len(64), u64::MAX);
+        // idf: alpha > beta > gamma; their mean lies between alpha and beta.
+        assert_eq!(q.specific(0b111), 0b001);
+        assert_eq!(q.specific(0b110), 0b010);
+        assert_eq!(q.specific(0), 0);
     }
 }
