@@ -12,6 +12,16 @@ pub enum Error {
     /// A conversation log being imported.
     #[error(transparent)]
     Import(#[from] crate::import::Error),
+    /// A log's history of a session differs from what the index holds for it.
+    #[error("{}: session {session:?}: turn {turn} differs from the index's turn {turn}; the file is not the same conversation grown: import it with another --session", .path.display())]
+    Conflict {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The session.
+        session: String,
+        /// The first differing turn.
+        turn: u32,
+    },
     /// An argument the caller passed is not acceptable.
     #[error("invalid {what}: {reason}")]
     InvalidInput {
@@ -62,7 +72,7 @@ impl Error {
             Error::Store(e) => e.kind(),
             Error::Import(crate::import::Error::Io { .. }) => "io",
             Error::Import(crate::import::Error::UnknownFormat { .. }) => "unknown_format",
-            Error::Import(crate::import::Error::Conflict { .. }) => "conflict",
+            Error::Conflict { .. } => "conflict",
             Error::Import(_) => "bad_log",
             Error::InvalidInput { .. } => "bad_input",
             Error::InvalidOption { .. } => "invalid_option",

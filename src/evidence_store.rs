@@ -479,3 +479,76 @@ fn absolute(path: &Path) -> Result<PathBuf> {
         .or_else(|_| std::path::absolute(path))
         .map_err(|e| Error::Evidence(format!("{}: {e}", path.display())))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::import::tool_evidence::{ToolOutput, outputs_of, tool_output_ref};
+    use crate::import::turns::{ParsedTurn, ToolCall};
+    use crate::{Gatekeeper, Options};
+
+    fn turn_with(calls: &[(&str, &str)]) -> ParsedTurn {
+        let tools = calls
+            .iter()
+            .map(|(id, result)| ToolCall {
+                name: "Bash".into(),
+                call_id: Some((*id).into()),
+                result: Some((*result).into()),
+                ..Default::default()
+            })
+            .collect();
+        ParsedTurn { user: "u".into(), assistant: "a".into(), tools, ..Default::default() }
+    }
+
+    /// An index written before refs were unique has `a/b`'s output under `tool-output/a_b/`:
+    /// importing the log again finds it there and stores no second copy.
+    #[test]
+    fn outputs_stored_under_their_legacy_ref_are_not_stored_again() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        gk.session("a/b")?.add_turn("u", "a")?;
+        gk.session("a_b")?.add_turn("u", "a")?;
+        let turns = [turn_with(&[("call_1", "same output")])];
+        // What an older version stored: the session's output under the shared ref.
+        let outputs = outputs_of("a/b", 0, &turns);
+        let legacy = outputs[0].legacy_reference.clone().ok_or("a/b's ref changed")?;
+        assert_eq!(legacy.as_str(), "tool-output/a_b/call_1.txt");
+        let old = ToolOutput { reference: legacy.clone(), legacy_reference: None, ..outputs[0].clone() };
+        assert_eq!(gk.store_tool_outputs(&[old])?.stored, 1);
+
+        let again = gk.store_tool_outputs(&outputs)?;
+        assert_eq!((again.stored, again.failed.len()), (0, 0), "{again:?}");
+        // `a_b`'s own output has the ref it had before (`a_b` needs no digest), where the old
+        // version put `a/b`'s: reported, as evidence is never overwritten.
+        let other = outputs_of("a_b", 0, &[turn_with(&[("call_1", "a_b's own output")])]);
+        assert_eq!(other[0].reference, legacy);
+        let other_stored = gk.store_tool_outputs(&other)?;
+        assert_eq!((other_stored.stored, other_stored.failed.len()), (0, 1), "{other_stored:?}");
+        assert!(other_stored.failed[0].reason.contains("other content"), "{other_stored:?}");
+        assert_eq!(gk.list_evidence()?.len(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn a_call_id_used_twice_in_a_session_is_reported_not_raced() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        gk.session("s")?.add_turn("u", "a")?;
+        let turns = [
+            turn_with(&[("dup", "first"), ("dup", "second"), ("ok", "third")]),
+            turn_with(&[("dup", "first")]),
+        ];
+        let outputs = outputs_of("s", 0, &turns);
+        let result = gk.store_tool_outputs(&outputs)?;
+        assert_eq!(result.stored, 2, "{result:?}");
+        assert_eq!(result.failed.len(), 1, "the same bytes again are no failure: {result:?}");
+        let failed = &result.failed[0];
+        assert_eq!(failed.evidence_ref, tool_output_ref("s", 0, 1, Some("dup"), "second").as_str());
+        assert!(failed.reason.contains("same ref"), "{failed:?}");
+        assert_eq!(gk.read_evidence(&failed.evidence_ref, None)?, b"first", "the first one is kept");
+        // An output of a session the index does not have is a failure too.
+        let missing = gk.store_tool_outputs(&outputs_of("nobody", 0, &turns[1..]))?;
+        assert!(missing.failed[0].reason.contains("session is not in the index"), "{missing:?}");
+        Ok(())
+    }
+}

@@ -1,12 +1,12 @@
 //! `Gatekeeper::open` and `Options`: the facade the CLI and the server use.
 
 use crate::error::{Error, Result};
-use crate::import::{ImportOptions, ImportReport, Progress};
 use crate::search::SearchHit;
 use crate::select::Policy;
 use crate::session::Session;
 use crate::store::{Store, StoreOptions};
 use crate::tokens::{CharEstimator, TokenEstimator};
+use crate::write::{ImportOptions, ImportProgress, ImportReport};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -229,13 +229,13 @@ impl Gatekeeper {
         &self,
         paths: &[PathBuf],
         options: &ImportOptions,
-        progress: &mut (dyn FnMut(Progress) + Send),
+        progress: &mut (dyn FnMut(ImportProgress) + Send),
     ) -> Result<ImportReport> {
         if let Some(name) = &options.session {
             self.session(name)?;
         }
         let files = crate::import::collect_files(paths)?;
-        self.in_pool(|| crate::import::import_files(self, &files, options, progress))
+        self.in_pool(|| crate::write::import_files(self, &files, options, progress))
     }
 
     /// Folds every pending turn into the posting lists now, in one durable transaction.

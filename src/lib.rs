@@ -45,7 +45,6 @@ mod gatekeeper;
 mod history;
 mod idf;
 pub mod import;
-mod ingest;
 pub mod jobs;
 mod pipeline;
 mod prompt;
@@ -53,22 +52,25 @@ mod prune;
 mod query;
 mod recall;
 pub mod search;
+mod segment;
 mod select;
 pub mod server;
 mod session;
 pub mod store;
 pub mod text;
 pub mod tokens;
+mod write;
 
 pub use error::{Error, Result};
 pub use evidence_store::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
 pub use gate::{GateDecision, Topic};
 pub use gatekeeper::{DEFAULT_TOKEN_BUDGET, Gatekeeper, Options, SessionInfo, Stats};
 pub use history::{RecordedGate, StoredTurn, ToolInfo};
-pub use import::{Format, ImportOptions, ImportReport};
+pub use import::Format;
 pub use query::QueryAnchor;
 pub use search::SearchHit;
 pub use select::Policy;
 pub use session::{
     Budget, MAX_TEXT_BYTES, SelectOptions, SelectedBlock, SelectedEvidence, Selection, Session, TurnId,
 };
+pub use write::{BATCH_TURNS, FileReport, ImportOptions, ImportProgress, ImportReport, SessionReport};

@@ -3,11 +3,12 @@
 use crate::error::{Error, Result};
 use crate::gate::GateDecision;
 use crate::gatekeeper::Gatekeeper;
-use crate::ingest::{self, PreparedTurn};
-use crate::pipeline::{self, SelectParams, SessionRef};
+use crate::pipeline::{self, SelectParams};
 use crate::prompt;
 use crate::query::QueryAnchor;
+use crate::segment::{self, SessionRef};
 use crate::select::Policy;
+use crate::write::turn::{self, Postings, PreparedTurn};
 use serde::Serialize;
 
 /// A turn id: the position of a turn in its session, from 0.
@@ -135,8 +136,8 @@ impl<'g> Session<'g> {
         let tokens = estimator.estimate(user).saturating_add(estimator.estimate(assistant));
         let prepared = PreparedTurn::new(user.to_string(), assistant.to_string(), None, Vec::new());
         let turn = self.gatekeeper.store().write(|view| -> Result<TurnId> {
-            let (id, mut record) = ingest::session_for_write(view, &self.name)?;
-            let turn = ingest::append_turn(view, id, &mut record, prepared)?;
+            let (id, mut record) = turn::session_for_write(view, &self.name)?;
+            let (turn, _) = turn::append_turn(view, id, &mut record, prepared, Postings::Logged)?;
             view.put_session(id, &record)?;
             view.fold_if_due()?;
             Ok(turn)
@@ -155,7 +156,7 @@ impl<'g> Session<'g> {
         let (id, record) = self.lookup(&view)?;
         let as_of = resolve_as_of(as_of, record.turn_count)?;
         let session = SessionRef { id, record: &record };
-        Ok(self.gatekeeper.in_pool(|| pipeline::gate(&view, Some(&session), as_of, query))?.decision)
+        Ok(self.gatekeeper.in_pool(|| segment::gate(&view, Some(&session), as_of, query))?.decision)
     }
 
     /// Selects context for `query` with the gatekeeper's default options.

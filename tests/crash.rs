@@ -12,7 +12,7 @@ fn an_import_killed_midway_leaves_a_consistent_prefix() -> TestResult {
     let env = TestEnv::new()?;
     let log = env.dir.path().join("big.jsonl");
     let sessions = ["alpha", "beta"];
-    // Nearly four batches of `ctxgate::import::BATCH_TURNS`, so the kill can land between
+    // Nearly four batches of `ctxgate::BATCH_TURNS`, so the kill can land between
     // commits (a release build writes the first batch in about 0.2 s and all of them in 0.6 s).
     let per_session = 30_000usize;
     {
@@ -127,10 +127,9 @@ fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
 #[test]
 fn an_interrupted_import_whose_run_file_is_lost_is_recovered_by_rebuild() -> TestResult {
     let env = TestEnv::new()?;
-    // Eight batches of `ctxgate::import::BATCH_TURNS`, each written as a run: the kill lands
+    // Eight batches of `ctxgate::BATCH_TURNS`, each written as a run: the kill lands
     // after the first batch's commit, which records its run.
-    let log =
-        write_service_log(&env, "big.jsonl", 8 * ctxgate::import::BATCH_TURNS, |i| format!("s{}", i % 3))?;
+    let log = write_service_log(&env, "big.jsonl", 8 * ctxgate::BATCH_TURNS, |i| format!("s{}", i % 3))?;
     let runs = env.dir.path().join("index.redb.runs");
     assert!(env.db.ends_with("index.redb"), "the run file is named after the index");
     let mut child = (ctxgate().arg("--db").arg(&env.db).arg("import").arg(&log))
@@ -138,7 +137,7 @@ fn an_interrupted_import_whose_run_file_is_lost_is_recovered_by_rebuild() -> Tes
         .stderr(std::process::Stdio::piped())
         .spawn()?;
     // The writer logs each batch after its commit.
-    let written = format!("wrote {} turns", ctxgate::import::BATCH_TURNS);
+    let written = format!("wrote {} turns", ctxgate::BATCH_TURNS);
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let committed = std::io::BufRead::lines(std::io::BufReader::new(stderr))
         .map_while(Result::ok)
@@ -159,7 +158,7 @@ fn an_interrupted_import_whose_run_file_is_lost_is_recovered_by_rebuild() -> Tes
         Ok(out)
     };
     let expected = answers(&twin)?;
-    assert!(twin.stats()?.turns >= ctxgate::import::BATCH_TURNS as u64);
+    assert!(twin.stats()?.turns >= ctxgate::BATCH_TURNS as u64);
 
     std::fs::remove_file(&runs)?;
     let refused = env.run(["stats"])?.expect_code(3)?;

@@ -461,7 +461,7 @@ async fn the_server_reports_a_damaged_file_and_keeps_serving()
 /// Runs `ctxgate import` of a log of eight batches and kills it once the first batch's commit
 /// (which records its run in the run file) is logged.
 fn interrupted_import(db: &Path, dir: &Path) -> TestResult {
-    let turns = 8 * ctxgate::import::BATCH_TURNS;
+    let turns = 8 * ctxgate::BATCH_TURNS;
     let log = dir.join("big.jsonl");
     let mut text = String::new();
     for i in 0..turns {
@@ -480,7 +480,7 @@ fn interrupted_import(db: &Path, dir: &Path) -> TestResult {
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()?;
-    let written = format!("wrote {} turns", ctxgate::import::BATCH_TURNS);
+    let written = format!("wrote {} turns", ctxgate::BATCH_TURNS);
     let stderr = child.stderr.take().ok_or("no stderr")?;
     let committed = std::io::BufRead::lines(std::io::BufReader::new(stderr))
         .map_while(Result::ok)

@@ -1,7 +1,7 @@
 //! `ctxgate import`: conversation logs into the index.
 
 use super::{Global, output};
-use ctxgate::import::Progress;
+use ctxgate::ImportProgress;
 use ctxgate::{Format, ImportOptions, ImportReport};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -72,7 +72,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         evidence: !args.no_evidence,
     };
     let report = output::with_progress(
-        |p: Progress| {
+        |p: ImportProgress| {
             let rate = if p.seconds > 0.0 { p.turns as f64 / p.seconds } else { 0.0 };
             format!("files {}/{}  turns {}  {:.0} turns/s   ", p.files_done, p.files_total, p.turns, rate)
         },

@@ -59,16 +59,6 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
-    /// The file's history of a session differs from what the index holds for it.
-    #[error("{}: session {session:?}: turn {turn} differs from the index's turn {turn}; the file is not the same conversation grown: import it with another --session", .path.display())]
-    Conflict {
-        /// The file.
-        path: PathBuf,
-        /// The session.
-        session: String,
-        /// The first differing turn.
-        turn: u32,
-    },
 }
 
 impl Error {

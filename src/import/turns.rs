@@ -42,6 +42,17 @@ pub struct ParsedTurn {
     pub tools: Vec<ToolCall>,
 }
 
+impl ParsedTurn {
+    /// True if the turn has no reply text yet: empty, or only the `[tool: NAME]` mentions of
+    /// calls made so far (an agent still working).
+    pub fn is_unanswered(&self) -> bool {
+        self.assistant.split("\n\n").all(|part| {
+            let part = part.trim();
+            part.is_empty() || (part.starts_with("[tool: ") && part.ends_with(']'))
+        })
+    }
+}
+
 /// One conversation of a log file: a session to be.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Conversation {
@@ -54,7 +65,7 @@ pub struct Conversation {
 }
 
 /// A record skipped with `--skip-invalid`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Skipped {
     /// 1-based line (for JSON documents: the line the record starts on).
     pub line: u64,

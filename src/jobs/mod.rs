@@ -20,7 +20,6 @@ pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files
 pub use verify::{MAX_PROBLEMS, Problem, VerifyPhase, VerifyProgress, VerifyReport};
 
 use crate::anchor;
-use crate::pipeline;
 use crate::store::anchor_hash;
 use crate::store::records::ForwardRecord;
 
@@ -34,9 +33,9 @@ pub(crate) fn progress_due(done: u64, total: u64) -> bool {
     done.is_multiple_of(PROGRESS_EVERY) && done < total
 }
 
-/// The anchors of a turn, derived from its text as `ingest` does when the turn is added.
+/// The anchors of a turn, derived from its text as the write path does when the turn is added.
 pub(crate) fn derive_forward(user: &str, assistant: &str) -> ForwardRecord {
     let user_anchors = anchor::extract_hashed(user, anchor_hash);
     let assistant_anchors = anchor::extract_hashed(assistant, anchor_hash);
-    pipeline::forward_record(&user_anchors, &assistant_anchors)
+    crate::write::turn::forward_record(&user_anchors, &assistant_anchors)
 }

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
-use crate::store::{SourceIndex, Store, StoreOptions, anchor_hash, records::ForwardRecord};
+use crate::store::{PendingRow, SourceIndex, Store, StoreOptions, anchor_hash, records::ForwardRecord};
 use crate::tokens::{CharEstimator, TokenEstimator};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -219,7 +219,7 @@ fn copy(
                 turns.par_iter().map(|(_, t)| derive_forward(&t.user, &t.assistant)).collect();
             new.write(|view| -> Result<()> {
                 for ((turn, stored), forward) in turns.iter().zip(forwards) {
-                    view.put_turn(id, *turn, stored, forward)?;
+                    view.put_turn(id, *turn, stored, forward, PendingRow::Logged)?;
                 }
                 view.fold()?;
                 Ok(())

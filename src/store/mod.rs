@@ -65,7 +65,8 @@ pub use postings::Posting;
 pub use runs::{Merged, NextRun, WrittenRun};
 pub use source_index::SourceIndex;
 pub use view::{
-    CorpusStats, Counts, FoldedTotals, PendingBlocks, ReadSource, Removed, Source, View, WriteSource,
+    CorpusStats, Counts, FoldTarget, FoldedTotals, PendingBlocks, PendingRow, ReadSource, Removed, Source,
+    View, WriteSource,
 };
 
 use error::corrupt;

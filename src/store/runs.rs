@@ -353,7 +353,7 @@ mod tests {
     use super::super::grouped::{Grouped, NewBlock};
     use super::super::records::{ForwardRecord, GateRecord, TurnRecord};
     use super::super::tables::{RUN_FILES, RUNS};
-    use super::super::{Store, StoreOptions, View, WriteSource, block_key, run_file};
+    use super::super::{FoldTarget, PendingRow, Store, StoreOptions, View, WriteSource, block_key, run_file};
     use super::*;
     use redb::{ReadableDatabase, ReadableTableMetadata};
     use std::collections::BTreeSet;
@@ -397,7 +397,7 @@ mod tests {
         for (session, turn, hashes) in turns {
             let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
             let forward = ForwardRecord { len_user: hashes.len() as u32, len_assistant: 0, entries };
-            view.put_turn_to_fold(*session, *turn, &record, forward)?;
+            view.put_turn(*session, *turn, &record, forward, PendingRow::FoldInTransaction)?;
         }
         let mut ordered: Vec<&Turn> = turns.iter().collect();
         ordered.sort_by_key(|(session, turn, _)| block_key(*session, *turn));
@@ -417,9 +417,9 @@ mod tests {
             let (grouped, blocks) = put_to_fold(view, turns)?;
             if into_run {
                 let run = view.next_run()?.write(&grouped, &blocks)?;
-                view.fold_grouped_into_run(&grouped, &blocks, run)
+                view.fold_grouped(&grouped, &blocks, FoldTarget::Run(run))
             } else {
-                view.fold_grouped(&grouped, &blocks)
+                view.fold_grouped(&grouped, &blocks, FoldTarget::Postings)
             }
         })
     }
@@ -633,7 +633,7 @@ mod tests {
             .write(|view| -> Result<(), Error> {
                 let (grouped, blocks) = put_to_fold(view, &batches[1])?;
                 let run = view.next_run()?.write(&Grouped::by_anchor(&other), &other_blocks)?;
-                view.fold_grouped_into_run(&grouped, &blocks, run)
+                view.fold_grouped(&grouped, &blocks, FoldTarget::Run(run))
             })
             .unwrap_err();
         assert!(err.to_string().contains("other postings"), "{err}");

@@ -443,42 +443,32 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
-    /// Stores a new turn and queues its anchors for folding.
+    /// Stores a new turn; its anchors wait for the fold where `row` says.
     pub fn put_turn(
         &mut self,
         session: u32,
         turn: u32,
         record: &TurnRecord,
         forward: ForwardRecord,
+        row: PendingRow,
     ) -> Result<(), Error> {
         let key = block_key(session, turn);
-        let anchors =
-            postcard::to_allocvec(&forward).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
-        self.tables.pending.insert(key, anchors.as_slice())?;
-        self.tables.turns.insert(key, encode_turn(session, turn, record)?.as_slice())?;
-        self.pending.add(key, forward);
-        Ok(())
-    }
-
-    /// Stores a new turn like [`put_turn`](Self::put_turn), but without its `pending` row: its
-    /// anchors stay in memory, and this transaction folds them into the postings before it
-    /// commits (at the latest when `Store::write` finishes the view). For bulk writers, which
-    /// fold at the end of every batch anyway: the row would be written and deleted in the same
-    /// transaction. The `turns` row waits for the fold too, which stores a batch's rows in key
-    /// order (`super::sorted`). Readers see exactly what `put_turn` + `fold` gives.
-    pub fn put_turn_to_fold(
-        &mut self,
-        session: u32,
-        turn: u32,
-        record: &TurnRecord,
-        forward: ForwardRecord,
-    ) -> Result<(), Error> {
-        // A turn stored before makes the fold's insert fail; one put twice fails here.
-        let key = block_key(session, turn);
-        if self.unlogged.insert(key, encode_turn(session, turn, record)?).is_some() {
-            return Err(corrupt(format!("turn {session}:{turn}"), "put twice"));
+        match row {
+            PendingRow::Logged => {
+                let anchors = postcard::to_allocvec(&forward)
+                    .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+                self.tables.pending.insert(key, anchors.as_slice())?;
+                self.tables.turns.insert(key, encode_turn(session, turn, record)?.as_slice())?;
+                self.pending.add(key, forward);
+            }
+            PendingRow::FoldInTransaction => {
+                // A turn stored before makes the fold's insert fail; one put twice fails here.
+                if self.unlogged.insert(key, encode_turn(session, turn, record)?).is_some() {
+                    return Err(corrupt(format!("turn {session}:{turn}"), "put twice"));
+                }
+                self.pending.add_uncounted(key, forward);
+            }
         }
-        self.pending.add_uncounted(key, forward);
         Ok(())
     }
 
@@ -499,17 +489,7 @@ impl View<WriteSource<'_>> {
         let entries: Vec<&[(u64, u32, u32)]> =
             self.pending.blocks.iter().map(|(_, f)| &f.entries[..]).collect();
         let grouped = Grouped::by_anchor(&entries);
-        self.fold_grouped(&grouped, &blocks)
-    }
-
-    /// Folds every pending turn, given their postings already grouped (a bulk writer groups a
-    /// batch on the rayon pool while the previous one is written). `blocks` must be exactly the
-    /// pending turns, each session's consecutive and in turn order, and `grouped` exactly their
-    /// anchors: both are checked, since a mismatch would write wrong postings.
-    ///
-    /// Each list's tail chunk is read and rewritten once, anchor by anchor in key order.
-    pub fn fold_grouped(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<(), Error> {
-        self.fold_to(grouped, blocks, FoldTarget::Postings)
+        self.fold_grouped(&grouped, &blocks, FoldTarget::Postings)
     }
 
     /// Where the run of this transaction's bulk batch goes (see [`NextRun::write`]); once per
@@ -523,20 +503,21 @@ impl View<WriteSource<'_>> {
         Ok(NextRun { run, path: run_file::path_of(&self.path), offset })
     }
 
-    /// [`fold_grouped`](Self::fold_grouped) for a bulk import whose postings are already in
-    /// `run`, written from the same `grouped` and `blocks` ([`NextRun::write`]): records the
-    /// run instead of writing the lists. Its postings stay out of reach of readers until
-    /// [`super::Store::merge_runs`].
-    pub fn fold_grouped_into_run(
+    /// Folds every pending turn, given their postings already grouped (a bulk writer groups a
+    /// batch on the rayon pool while the previous one is written), into `target`. `blocks` must
+    /// be exactly the pending turns, each session's consecutive and in turn order, and `grouped`
+    /// exactly their anchors: both are checked, since a mismatch would write wrong postings.
+    ///
+    /// Into the lists, each list's tail chunk is read and rewritten once, anchor by anchor in
+    /// key order. Into a run ([`FoldTarget::Run`], written from the same `grouped` and `blocks`
+    /// by [`NextRun::write`]), the run is recorded instead: its postings stay out of reach of
+    /// readers until [`super::Store::merge_runs`].
+    pub fn fold_grouped(
         &mut self,
         grouped: &Grouped,
         blocks: &[NewBlock],
-        run: WrittenRun,
+        target: FoldTarget,
     ) -> Result<(), Error> {
-        self.fold_to(grouped, blocks, FoldTarget::Run(run))
-    }
-
-    fn fold_to(&mut self, grouped: &Grouped, blocks: &[NewBlock], target: FoldTarget) -> Result<(), Error> {
         let pending = std::mem::take(&mut self.pending);
         check_fold_input(&pending, grouped, blocks)?;
         let unlogged = std::mem::take(&mut self.unlogged);
@@ -641,7 +622,7 @@ impl View<WriteSource<'_>> {
     }
 
     /// Finishes a write view before its commit: folds the turns stored without a `pending` row
-    /// ([`put_turn_to_fold`](Self::put_turn_to_fold)), then stores `meta` if it changed.
+    /// ([`PendingRow::FoldInTransaction`]), then stores `meta` if it changed.
     pub(super) fn save_meta(&mut self) -> Result<(), Error> {
         if !self.unlogged.is_empty() {
             self.fold()?;
@@ -655,9 +636,22 @@ impl View<WriteSource<'_>> {
     }
 }
 
+/// Where a new turn's anchors wait until they are folded ([`View::put_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingRow {
+    /// A `pending` row, folded by a later transaction (at the latest once [`FOLD_BATCH`] wait).
+    Logged,
+    /// Memory only: this transaction folds them into the postings before it commits (at the
+    /// latest when `Store::write` finishes the view). For bulk writers, which fold at the end of
+    /// every batch anyway: the row would be written and deleted in the same transaction. The
+    /// `turns` row waits for the fold too, which stores a batch's rows in key order
+    /// (`super::sorted`). Readers see exactly what a logged row and a fold give.
+    FoldInTransaction,
+}
+
 /// Where a fold writes the postings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FoldTarget {
+pub enum FoldTarget {
     /// The posting lists readers see.
     Postings,
     /// A run of an import, written to the run file.
@@ -802,7 +796,7 @@ impl<S: Source> View<S> {
 
     /// Calls `f` with every stored turn in block-key order: session, turn, and the record or
     /// why it does not decode. `f` returns false to stop. Not for a write view with turns
-    /// waiting for their fold ([`View::put_turn_to_fold`]): their rows are not stored yet.
+    /// waiting for their fold ([`PendingRow::FoldInTransaction`]): their rows are not stored yet.
     pub fn for_each_turn_row(
         &self,
         mut f: impl FnMut(u32, u32, Result<TurnRecord, Error>) -> bool,
@@ -1127,12 +1121,12 @@ mod tests {
             entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
         };
         store.write(|view| -> Result<(), Error> {
-            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]))?;
+            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]), PendingRow::Logged)?;
             assert_eq!(view.df(5)?, 1);
             // A bulk writer's turns are not counted per anchor as they are put: the view
             // counts them from the pending blocks.
-            view.put_turn_to_fold(1, 0, &turn_record(), forward(&[5]))?;
-            view.put_turn_to_fold(1, 1, &turn_record(), forward(&[7]))?;
+            view.put_turn(1, 0, &turn_record(), forward(&[5]), PendingRow::FoldInTransaction)?;
+            view.put_turn(1, 1, &turn_record(), forward(&[7]), PendingRow::FoldInTransaction)?;
             assert_eq!((view.df(5)?, view.df(6)?, view.df(7)?, view.df(8)?), (2, 1, 1, 0));
             let counts = view.counts()?;
             assert_eq!((counts.turns, counts.anchors, counts.postings, counts.pending), (3, 3, 4, 3));
@@ -1153,13 +1147,15 @@ mod tests {
             len_assistant: 0,
             entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
         };
-        store.write(|view| view.put_turn_to_fold(0, 0, &turn_record(), forward(&[5, 6])))?;
+        store.write(|view| {
+            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]), PendingRow::FoldInTransaction)
+        })?;
         store.write(|view| -> Result<(), Error> {
             assert_eq!(view.df(5)?, 1, "read by this view; 6 is not");
-            view.put_turn_to_fold(0, 1, &turn_record(), forward(&[5, 6, 7]))?;
+            view.put_turn(0, 1, &turn_record(), forward(&[5, 6, 7]), PendingRow::FoldInTransaction)?;
             view.fold()?;
             // Folded again by the same view: from the frequencies the first fold wrote.
-            view.put_turn_to_fold(0, 2, &turn_record(), forward(&[6, 8]))?;
+            view.put_turn(0, 2, &turn_record(), forward(&[6, 8]), PendingRow::FoldInTransaction)?;
             view.fold()
         })?;
         let view = store.read()?;
@@ -1183,7 +1179,7 @@ mod tests {
                 for &(s, t, hashes) in &turns {
                     let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
                     let forward = ForwardRecord { len_user: 2, len_assistant: 0, entries };
-                    view.put_turn(s, t, &turn_record(), forward)?;
+                    view.put_turn(s, t, &turn_record(), forward, PendingRow::Logged)?;
                 }
                 let blocks: Vec<NewBlock> = order.iter().map(|&b| block(b)).collect();
                 let mut postings = Vec::new();
@@ -1197,7 +1193,7 @@ mod tests {
                 }
                 let slices: Vec<&[(u64, u32, u32)]> = postings.iter().map(|p| &p[..]).collect();
                 let grouped = Grouped::by_anchor(&slices);
-                view.fold_grouped(&grouped, &blocks)
+                view.fold_grouped(&grouped, &blocks, FoldTarget::Postings)
             })
         };
         // Refused: a session's turns apart or out of order, a turn missing, an anchor added,

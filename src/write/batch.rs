@@ -12,12 +12,12 @@
 //! that have it: the part of the gate's document frequencies the write view would otherwise
 //! count turn by turn, with a hash map update per posting.
 
-use super::turns::ParsedTurn;
+use super::turn::{self, Postings, PreparedTurn};
 use crate::gatekeeper::Gatekeeper;
-use crate::ingest::{self, PreparedTurn};
+use crate::import::turns::ParsedTurn;
 use crate::store::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
-use crate::store::{View, WriteSource, block_key};
+use crate::store::{FoldTarget, View, WriteSource, block_key};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -115,7 +115,7 @@ impl<'g> Writer<'g> {
     /// what its turns no longer need, for the caller to free while no other thread allocates
     /// (freed here, beside the next batch's extraction, glibc's per-arena locks made those
     /// frees a fifth of the import's time).
-    fn write_batch(&self, batch: PreparedBatch, into_run: bool) -> Result<Vec<ingest::Spent>, crate::Error> {
+    fn write_batch(&self, batch: PreparedBatch, into_run: bool) -> Result<Vec<turn::Spent>, crate::Error> {
         let started = Instant::now();
         let PreparedBatch { turns: batch, mut layout } = batch;
         let turns = batch.len();
@@ -141,10 +141,11 @@ impl<'g> Writer<'g> {
             })?;
             append_time = started.elapsed();
             let fold_started = Instant::now();
-            match run {
-                Some(run) => view.fold_grouped_into_run(grouped, blocks, run)?,
-                None => view.fold_grouped(grouped, blocks)?,
-            }
+            let target = match run {
+                Some(run) => FoldTarget::Run(run),
+                None => FoldTarget::Postings,
+            };
+            view.fold_grouped(grouped, blocks, target)?;
             fold_time = fold_started.elapsed();
             Ok(())
         })?;
@@ -175,7 +176,7 @@ impl Writer<'_> {
             let (id, turn) = match next.entry(*i) {
                 Entry::Occupied(entry) => entry.into_mut(),
                 Entry::Vacant(entry) => {
-                    let (id, record) = ingest::session_for_write(view, &self.sessions[*i].0)?;
+                    let (id, record) = turn::session_for_write(view, &self.sessions[*i].0)?;
                     entry.insert((id, record.turn_count))
                 }
             };
@@ -195,7 +196,7 @@ impl Writer<'_> {
         view: &mut View<WriteSource<'_>>,
         batch: Vec<(usize, PreparedTurn)>,
         layout: &Layout,
-    ) -> Result<Vec<ingest::Spent>, crate::Error> {
+    ) -> Result<Vec<turn::Spent>, crate::Error> {
         let Layout { ranks, in_block_order, earlier, blocks, grouped } = layout;
         let mut spent = Vec::with_capacity(batch.len());
         let mut current: Option<(usize, u32, SessionRecord)> = None;
@@ -206,7 +207,7 @@ impl Writer<'_> {
                     view.put_session(id, &record)?;
                 }
                 let (name, title) = &self.sessions[i];
-                let (id, mut record) = ingest::session_for_write(view, name)?;
+                let (id, mut record) = turn::session_for_write(view, name)?;
                 if record.source.is_none() {
                     record.source = Some(self.source.clone());
                     record.title.clone_from(title);
@@ -223,8 +224,9 @@ impl Writer<'_> {
                         |p: &&NewPosting| in_block_order.get(p.block as usize).is_some_and(|&q| q < position);
                     grouped.group(hash).iter().filter(before).count() as u64
                 };
-                let earlier = ingest::EarlierInBatch { gate_anchors, other: &other };
-                let (turn_id, turn_spent) = ingest::append_turn_to_fold(view, *id, record, turn, &earlier)?;
+                let earlier = turn::EarlierInBatch { gate_anchors, other: &other };
+                let (turn_id, turn_spent) =
+                    turn::append_turn(view, *id, record, turn, Postings::FoldInTransaction(&earlier))?;
                 if blocks.get(rank as usize).is_none_or(|block| block.key != block_key(*id, turn_id)) {
                     return Err(crate::store::Error::Corrupt {
                         what: format!("turn {turn_id} of session {id} took another id than its postings"),

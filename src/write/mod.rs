@@ -1,0 +1,295 @@
+//! The write path: every turn enters the index here, one at a time (`Session::add_turn`,
+//! through [`turn`]) or in batches from imported logs ([`batch`]).
+//!
+//! Import rules for every format (the parsing is `crate::import`'s, which knows nothing of the
+//! index):
+//! - **Sessions** are named from the source (conversation or session id) unless a name is given.
+//! - **Idempotent and incremental** ([`plan`]): a session's stored turns must be the start of the
+//!   file's turns for that session; only the turns after them are added. Importing the same
+//!   file again adds nothing; a log that grew adds its new turns. A file whose history differs
+//!   is refused (`Conflict`). Live agent logs (Claude Code, Codex) hold back a last turn still
+//!   waiting for its reply.
+//! - **Tool results** become evidence after the turns. Those of every turn of the file are
+//!   looked at on each import, turns already there included: a result missing from the index
+//!   (an import interrupted while storing them, a write that failed) is stored by the next
+//!   import of the file. Each one that cannot be stored is listed in
+//!   [`FileReport::failed_tool_outputs`] with its ref and why; its turn stays imported.
+//! - **All or nothing on bad input**: the whole file is parsed and checked before anything is
+//!   written, so a malformed record leaves the index as it was. `skip_invalid` skips bad
+//!   records instead, each reported with its line and reason.
+//! - **Fast**: anchors are extracted in parallel; turns are written [`BATCH_TURNS`] per
+//!   transaction; a file of one batch folds it into the posting lists, a longer one writes
+//!   each batch's postings as a run and merges the runs at its end (`store::runs`). The
+//!   canonical JSONL format is streamed ([`stream`]): memory stays bounded by one batch.
+
+pub(crate) mod batch;
+mod plan;
+mod stream;
+pub(crate) mod turn;
+
+pub use batch::BATCH_TURNS;
+
+use crate::error::Result;
+use crate::gatekeeper::Gatekeeper;
+use crate::import::tool_evidence::{self, FailedToolOutput, ToolOutput};
+use crate::import::turns::{Conversation, ParsedTurn, Skipped};
+use crate::import::{self, Format};
+use batch::Writer;
+use plan::Continuation;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// How to import.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The format, or [`Format::Auto`] to detect it per file.
+    pub format: Format,
+    /// Put every conversation into this session instead of naming sessions from the source.
+    pub session: Option<String>,
+    /// Skip malformed records (reporting each) instead of refusing the file.
+    pub skip_invalid: bool,
+    /// Store tool results as evidence of their session (default true).
+    pub evidence: bool,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions { format: Format::Auto, session: None, skip_invalid: false, evidence: true }
+    }
+}
+
+/// What happened to one session of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionReport {
+    /// The session name.
+    pub session: String,
+    /// Turns added.
+    pub new_turns: u64,
+    /// Turns of the file that the index already had.
+    pub existing_turns: u64,
+    /// A last turn held back until its reply is logged (live agent logs).
+    pub held_back: u64,
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileReport {
+    /// The file (in JSON, a name that is not UTF-8 has U+FFFD for its invalid bytes).
+    #[serde(serialize_with = "serialize_lossy_path")]
+    pub path: PathBuf,
+    /// Its format (detected or given).
+    pub format: Format,
+    /// Per session.
+    pub sessions: Vec<SessionReport>,
+    /// Turns added.
+    pub new_turns: u64,
+    /// Turns already in the index.
+    pub existing_turns: u64,
+    /// Records skipped with their reasons.
+    pub skipped: Vec<Skipped>,
+    /// Tool results stored as evidence (new, or missing since an earlier import).
+    pub tool_outputs: u64,
+    /// Tool results that could not be stored (their turns are imported).
+    pub tool_outputs_failed: u64,
+    /// Each of them, with its ref and why; importing the file again once the cause is
+    /// fixed stores them.
+    pub failed_tool_outputs: Vec<FailedToolOutput>,
+}
+
+fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportReport {
+    /// Per file, in the order read.
+    pub files: Vec<FileReport>,
+    /// Turns added.
+    pub new_turns: u64,
+    /// Turns already in the index.
+    pub existing_turns: u64,
+    /// Records skipped.
+    pub skipped: u64,
+    /// Tool results stored as evidence.
+    pub tool_outputs: u64,
+    /// Tool results that could not be stored (listed per file).
+    pub tool_outputs_failed: u64,
+    /// Wall time in seconds.
+    pub seconds: f64,
+}
+
+/// ImportProgress of an import, for a progress display.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportProgress {
+    /// Files finished.
+    pub files_done: usize,
+    /// Files to read.
+    pub files_total: usize,
+    /// Turns added so far.
+    pub turns: u64,
+    /// Seconds since the start.
+    pub seconds: f64,
+}
+
+/// One session's turns from one file, and what is new in it.
+struct Plan {
+    session: String,
+    title: Option<String>,
+    turns: Vec<ParsedTurn>,
+    existing: u64,
+    held_back: u64,
+    /// Tool results of every turn of the file for this session, existing ones included.
+    tool_outputs: Vec<ToolOutput>,
+}
+
+/// Imports `files` into the index, one file at a time. Stops at the first file that fails.
+pub(crate) fn import_files(
+    gatekeeper: &Gatekeeper,
+    files: &[PathBuf],
+    options: &ImportOptions,
+    progress: &mut (dyn FnMut(ImportProgress) + Send),
+) -> Result<ImportReport> {
+    let started = Instant::now();
+    let mut report = ImportReport {
+        files: Vec::new(),
+        new_turns: 0,
+        existing_turns: 0,
+        skipped: 0,
+        tool_outputs: 0,
+        tool_outputs_failed: 0,
+        seconds: 0.0,
+    };
+    // Turns of each session accounted for by earlier files of this import: a session fed by
+    // several files (`--session`, or an agent session resumed in a second log) continues
+    // where the previous file ended.
+    let mut offsets: HashMap<String, usize> = HashMap::new();
+    for (done, path) in files.iter().enumerate() {
+        let file = import_file(gatekeeper, path, options, &mut offsets)?;
+        report.new_turns += file.new_turns;
+        report.existing_turns += file.existing_turns;
+        report.skipped += file.skipped.len() as u64;
+        report.tool_outputs += file.tool_outputs;
+        report.tool_outputs_failed += file.tool_outputs_failed;
+        report.files.push(file);
+        progress(ImportProgress {
+            files_done: done + 1,
+            files_total: files.len(),
+            turns: report.new_turns,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn import_file(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    options: &ImportOptions,
+    offsets: &mut HashMap<String, usize>,
+) -> Result<FileReport> {
+    let format = match options.format {
+        Format::Auto => import::detect_file(path)?,
+        given => given,
+    };
+    if format == Format::Jsonl {
+        // The canonical format is streamed: memory stays bounded by one batch.
+        return stream::import(gatekeeper, path, options.session.as_deref(), options.skip_invalid, offsets);
+    }
+    let parsed = import::read_file(path, format, options.skip_invalid)?;
+    let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
+    let source = path.display().to_string();
+    let mut sessions = Vec::new();
+    let mut new_turns = 0;
+    let mut existing_turns = 0;
+    let mut destinations = Vec::new();
+    let mut turns: Vec<(usize, ParsedTurn)> = Vec::new();
+    let mut tool_outputs = Vec::new();
+    for (i, mut plan) in plans.into_iter().enumerate() {
+        if options.evidence {
+            tool_outputs.append(&mut plan.tool_outputs);
+        }
+        sessions.push(SessionReport {
+            session: plan.session.clone(),
+            new_turns: plan.turns.len() as u64,
+            existing_turns: plan.existing,
+            held_back: plan.held_back,
+        });
+        new_turns += plan.turns.len() as u64;
+        existing_turns += plan.existing;
+        destinations.push((plan.session, plan.title));
+        turns.extend(plan.turns.into_iter().map(|t| (i, t)));
+    }
+    let mut turns = turns.into_iter();
+    let batches = std::iter::from_fn(move || {
+        let batch: Vec<_> = turns.by_ref().take(BATCH_TURNS).collect();
+        (!batch.is_empty()).then_some(Ok(batch))
+    });
+    Writer::new(gatekeeper, source, destinations).write_all(batches)?;
+    // After the turns, in transactions of their own: a crash in between leaves the turns, and
+    // importing the file again stores the outputs (those of turns already there included).
+    let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
+    Ok(FileReport {
+        path: path.to_path_buf(),
+        format,
+        sessions,
+        new_turns,
+        existing_turns,
+        skipped: parsed.skipped,
+        tool_outputs: outputs.stored,
+        tool_outputs_failed: outputs.failed.len() as u64,
+        failed_tool_outputs: outputs.failed,
+    })
+}
+
+/// Groups conversations into sessions and finds, for each, the turns the index lacks.
+fn plan(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    format: Format,
+    conversations: Vec<Conversation>,
+    session: Option<&str>,
+    offsets: &mut HashMap<String, usize>,
+) -> Result<Vec<Plan>> {
+    let mut plans: Vec<Plan> = Vec::new();
+    for conversation in conversations {
+        let name = session.map_or(conversation.key, str::to_string);
+        gatekeeper.session(&name)?; // validates the name
+        match plans.iter_mut().find(|p| p.session == name) {
+            Some(p) => p.turns.extend(conversation.turns),
+            None => plans.push(Plan {
+                session: name,
+                title: conversation.title,
+                turns: conversation.turns,
+                existing: 0,
+                held_back: 0,
+                tool_outputs: Vec::new(),
+            }),
+        }
+    }
+    let view = gatekeeper.store().read()?;
+    for plan in &mut plans {
+        if format.is_live_log() && plan.turns.last().is_some_and(ParsedTurn::is_unanswered) {
+            plan.turns.pop();
+            plan.held_back = 1;
+        }
+        let offset = offsets.get(&plan.session).copied().unwrap_or(0);
+        let mut continuation = Continuation::new(gatekeeper, &view, offsets, &plan.session)?;
+        for turn in &plan.turns {
+            continuation.observe(&view, path, &turn.user, &turn.assistant)?;
+        }
+        if continuation.needs_check() {
+            let turns = plan.turns.iter().map(|t| Ok((t.user.as_str(), t.assistant.as_str())));
+            continuation.check(&view, path, turns)?;
+        }
+        let existing = continuation.existing();
+        plan.existing = existing as u64;
+        plan.tool_outputs = tool_evidence::outputs_of(&plan.session, offset as u32, &plan.turns);
+        continuation.advance(offsets);
+        plan.turns.drain(..existing);
+    }
+    Ok(plans)
+}

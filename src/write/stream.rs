@@ -1,0 +1,170 @@
+//! Streaming import of the canonical JSONL format, in memory bounded by one batch.
+//!
+//! Pass 1 reads every line to check it (so a malformed line fails the file before anything is
+//! written), counts each session's turns, and checks the file's first turns of each session
+//! against what the index holds ([`Continuation`]). Pass 2 reads the file again and hands the
+//! new turns to the writer a batch at a time. Per-session counters are the only state kept
+//! across lines. The file must not change between the two passes.
+
+use super::batch::{BATCH_TURNS, Batch, Writer};
+use super::plan::Continuation;
+use super::{FileReport, SessionReport};
+use crate::error::Result;
+use crate::gatekeeper::Gatekeeper;
+use crate::import::lines::{LineBlocks, ParsedLines, Positions};
+use crate::import::turns::Skipped;
+use crate::import::{Format, jsonl};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Imports one canonical JSONL file.
+pub(super) fn import(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    forced_session: Option<&str>,
+    skip_invalid: bool,
+    offsets: &mut HashMap<String, usize>,
+) -> Result<FileReport> {
+    // Pass 1: check every line and plan each session.
+    let started = std::time::Instant::now();
+    let view = gatekeeper.store().read()?;
+    let mut plans: Vec<Continuation> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut positions = Positions::default();
+    // The plan of each session `positions` numbers: several share one when `--session` joins
+    // them.
+    let mut plan_of: Vec<Option<usize>> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut blocks = LineBlocks::open(path)?;
+    while let Some((block, failed)) = blocks.next_block() {
+        // Strings borrowed from the block: checking needs no copy of each turn's text.
+        let parsed = block.map_lines(path, |line_no, text| jsonl::check_line(path, line_no, text));
+        for (line_no, parsed) in parsed {
+            let (line, slot) = match parsed
+                .and_then(|line| positions.count(path, line_no, &line.session, line.turn).map(|s| (line, s)))
+            {
+                Ok(counted) => counted,
+                Err(e) if skip_invalid => {
+                    skipped.push(Skipped { line: line_no, reason: jsonl::reason(&e) });
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            plan_of.resize(positions.sessions(), None);
+            let i = match plan_of[slot] {
+                Some(i) => i,
+                None => {
+                    let name = forced_session.unwrap_or(&line.session);
+                    let i = match by_name.get(name) {
+                        Some(&i) => i,
+                        None => {
+                            let plan = Continuation::new(gatekeeper, &view, offsets, name)?;
+                            by_name.insert(plan.name.clone(), plans.len());
+                            plans.push(plan);
+                            plans.len() - 1
+                        }
+                    };
+                    plan_of[slot] = Some(i);
+                    i
+                }
+            };
+            plans[i].observe(&view, path, &line.user, &line.assistant)?;
+        }
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+    }
+    for plan in &plans {
+        if plan.needs_check() {
+            // A rare path: the file is read again for this session's turns.
+            plan.check(&view, path, session_turns(path, forced_session, &plan.name)?)?;
+        }
+    }
+    drop(view);
+    log::debug!(
+        "checked {} lines of {} sessions in {:.0} ms",
+        plans.iter().map(Continuation::seen).sum::<usize>() + skipped.len(),
+        plans.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+
+    // Pass 2: the new turns, a batch at a time.
+    let existing: Vec<usize> = plans.iter().map(Continuation::existing).collect();
+    let destinations: Vec<(String, Option<String>)> = plans.iter().map(|p| (p.name.clone(), None)).collect();
+    let lines = ParsedLines::open(path)?;
+    let mut seen = vec![0usize; plans.len()];
+    // The same lines in the same order: each session gets the number it had in pass 1.
+    let mut positions = Positions::default();
+    let skip = existing.clone();
+    let mut lines = lines.filter_map(move |item| {
+        let (line_no, parsed) = match item {
+            Ok(item) => item,
+            Err(e) => return Some(Err(e.into())),
+        };
+        // Pass 1 checked every line: the ones it skipped are skipped again.
+        let line = parsed.ok()?;
+        let slot = positions.count(path, line_no, &line.session, line.turn).ok()?;
+        let i = plan_of.get(slot).copied().flatten()?;
+        seen[i] += 1;
+        (seen[i] > skip[i]).then(|| Ok((i, jsonl::into_turn(line))))
+    });
+    let batches = std::iter::from_fn(move || {
+        let mut batch: Batch = Vec::new();
+        for item in lines.by_ref() {
+            match item {
+                Ok(turn) => batch.push(turn),
+                Err(e) => return Some(Err(e)),
+            }
+            if batch.len() == BATCH_TURNS {
+                break;
+            }
+        }
+        (!batch.is_empty()).then_some(Ok(batch))
+    });
+    Writer::new(gatekeeper, path.display().to_string(), destinations).write_all(batches)?;
+
+    let mut sessions = Vec::new();
+    let (mut new_turns, mut existing_turns) = (0, 0);
+    for (plan, existing) in plans.iter().zip(existing) {
+        let new = (plan.seen() - existing) as u64;
+        sessions.push(SessionReport {
+            session: plan.name.clone(),
+            new_turns: new,
+            existing_turns: existing as u64,
+            held_back: 0,
+        });
+        new_turns += new;
+        existing_turns += existing as u64;
+        plan.advance(offsets);
+    }
+    Ok(FileReport {
+        path: path.to_path_buf(),
+        format: Format::Jsonl,
+        sessions,
+        new_turns,
+        existing_turns,
+        skipped,
+        tool_outputs: 0, // canonical lines carry no tool results
+        tool_outputs_failed: 0,
+        failed_tool_outputs: Vec::new(),
+    })
+}
+
+/// The turns of the file that go to `session`, in order, read again from the file (the lines
+/// pass 1 skipped are skipped again).
+fn session_turns<'a>(
+    path: &'a Path,
+    forced_session: Option<&'a str>,
+    session: &'a str,
+) -> Result<impl Iterator<Item = Result<(String, String)>> + 'a> {
+    let mut positions = Positions::default();
+    let lines = ParsedLines::open(path)?;
+    Ok(lines.filter_map(move |item| {
+        let (line_no, parsed) = match item {
+            Ok(item) => item,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let line = parsed.ok().filter(|l| positions.count(path, line_no, &l.session, l.turn).is_ok())?;
+        (forced_session.unwrap_or(&line.session) == session).then_some(Ok((line.user, line.assistant)))
+    }))
+}
