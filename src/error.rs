@@ -66,22 +66,104 @@ pub enum Error {
 }
 
 impl Error {
-    /// A stable snake_case name for the kind of error, for agents to branch on.
-    pub fn kind(&self) -> &'static str {
+    /// The kind of error, for callers to branch on ([`ErrorKind::as_str`] is its stable name).
+    pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Store(e) => e.kind(),
-            Error::Import(crate::import::Error::Io { .. }) => "io",
-            Error::Import(crate::import::Error::UnknownFormat { .. }) => "unknown_format",
-            Error::Conflict { .. } => "conflict",
-            Error::Import(_) => "bad_log",
-            Error::InvalidInput { .. } => "bad_input",
-            Error::InvalidOption { .. } => "invalid_option",
-            Error::UnknownSession { .. } => "unknown_session",
-            Error::BadRef(_) => "bad_ref",
-            Error::Evidence(_) => "evidence",
-            Error::Spec(_) => "bad_spec",
-            Error::Internal { .. } => "internal",
+            Error::Import(crate::import::Error::Io { .. }) => ErrorKind::Io,
+            Error::Import(crate::import::Error::UnknownFormat { .. }) => ErrorKind::UnknownFormat,
+            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::Import(_) => ErrorKind::BadLog,
+            Error::InvalidInput { .. } => ErrorKind::BadInput,
+            Error::InvalidOption { .. } => ErrorKind::InvalidOption,
+            Error::UnknownSession { .. } => ErrorKind::UnknownSession,
+            Error::BadRef(_) => ErrorKind::BadRef,
+            Error::Evidence(_) => ErrorKind::Evidence,
+            Error::Spec(_) => ErrorKind::BadSpec,
+            Error::Internal { .. } => ErrorKind::Internal,
         }
+    }
+}
+
+/// What kind of error an [`Error`] is. Each has a stable snake_case name ([`as_str`](Self::as_str),
+/// also its `Display`): the `kind` of the CLI's `--json` errors and of the server's tool errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A file could not be read or written.
+    Io,
+    /// The file is not a ctxgate index.
+    NotAnIndex,
+    /// The index was written by a newer ctxgate.
+    NeedsUpgrade,
+    /// The index must be rebuilt (`ctxgate rebuild`).
+    NeedsRebuild,
+    /// Another process holds the index.
+    Busy,
+    /// A record of the index does not decode.
+    Corrupt,
+    /// The index file is damaged (redb found a bad page).
+    Damaged,
+    /// Another error from the database engine.
+    Database,
+    /// A log's format could not be recognised.
+    UnknownFormat,
+    /// A log's history differs from the index's for its session.
+    Conflict,
+    /// A log record is malformed.
+    BadLog,
+    /// An argument is not acceptable.
+    BadInput,
+    /// An option is out of range.
+    InvalidOption,
+    /// No session has the name.
+    UnknownSession,
+    /// An evidence ref is not acceptable.
+    BadRef,
+    /// Evidence that cannot be stored, found or read.
+    Evidence,
+    /// A projection spec that cannot be used.
+    BadSpec,
+    /// A bug in ctxgate.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Io => "io",
+            ErrorKind::NotAnIndex => "not_an_index",
+            ErrorKind::NeedsUpgrade => "needs_upgrade",
+            ErrorKind::NeedsRebuild => "needs_rebuild",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Damaged => "damaged",
+            ErrorKind::Database => "database",
+            ErrorKind::UnknownFormat => "unknown_format",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::BadLog => "bad_log",
+            ErrorKind::BadInput => "bad_input",
+            ErrorKind::InvalidOption => "invalid_option",
+            ErrorKind::UnknownSession => "unknown_session",
+            ErrorKind::BadRef => "bad_ref",
+            ErrorKind::Evidence => "evidence",
+            ErrorKind::BadSpec => "bad_spec",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
+/// Compares with a stable name (`kind == "busy"`).
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

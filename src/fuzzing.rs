@@ -7,10 +7,11 @@
 
 use crate::import::turns::{ParsedFile, ParsedTurn};
 use crate::import::{CanonicalLine, Format, ToolOutput};
-use crate::store::Posting;
+
 use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
 use crate::store::postings::{self, ChunkBuilder};
 use crate::store::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
+use crate::types::Posting;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::path::Path;

@@ -115,8 +115,8 @@ pub struct Stats {
 ///
 /// # Damaged files
 /// redb can panic on a damaged file (a flipped bit, a cut file). Opening and every write
-/// return such a panic as a `damaged` error ([`crate::store::Error::Damaged`]); a read may
-/// still panic. Run calls on a file that may be damaged through [`crate::store::catch_damage`],
+/// return such a panic as a `damaged` error ([`crate::StoreError::Damaged`]); a read may
+/// still panic. Run calls on a file that may be damaged through [`crate::catch_damage`],
 /// as the CLI and the server do, and drop the `Gatekeeper` after a `damaged` error.
 pub struct Gatekeeper {
     store: Store,
@@ -250,7 +250,7 @@ impl Gatekeeper {
     ///
     /// Where [`Session::select`] builds one session's context, this finds which conversations
     /// discussed something: DESIGN §3.4's lexical score without its recency term, over the
-    /// whole history (see [`crate::search`]).
+    /// whole history (see `search`).
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         crate::session::check_query(query)?;
         let view = self.store.read()?;

@@ -20,27 +20,39 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Modules
-//! - [`anchor`]: text → anchors with term frequencies (DESIGN §3.1).
-//! - `query`, `idf`: the query's anchors weighted by IDF.
-//! - [`gate`]: topic gate and content-word filter (§3.2, §3.3).
-//! - `recall`, `prune`, `select`: scoring, sentence pruning, minimum coverage (§3.4–§3.6).
-//! - `store`: the redb index, log-structured postings (§6).
-//! - [`Gatekeeper`], [`Session`]: the public facade.
+//! # The API
+//! - [`Gatekeeper`] (one index file) and [`Session`] (one conversation in it): add turns, gate,
+//!   select, build prompts, search, import logs, store and project evidence, run the jobs.
+//! - [`Selection`] and its parts: what a query gets, and why.
+//! - [`import`]: the log parsers on their own (log bytes in, conversations out).
+//! - [`evidence`]: evidence refs, projection specs and projections, pure.
+//! - [`jobs`]: the reports of `verify`, `rebuild`, `compact` and `forget`.
+//! - [`tokens`]: the token estimator, replaceable by a real tokenizer.
+//! - `server` (feature `server`): the MCP server.
+//!
+//! The algorithm's modules and the index (`anchor`, `gate`, `search`, `store`, `text`) are
+//! public only with the `internals` feature, for this repository's benches, tools and tests.
+//! `docs/ARCHITECTURE.md` maps them; `docs/DESIGN.md` is the specification.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::dbg_macro, clippy::print_stdout, clippy::print_stderr)]
 
+#[cfg(feature = "internals")]
 pub mod anchor;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
+mod anchor;
 mod error;
 pub mod evidence;
-mod evidence_recall;
-mod evidence_store;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "internals")]
 pub mod gate;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
+mod gate;
 mod gatekeeper;
 mod history;
 mod idf;
@@ -51,26 +63,39 @@ mod prompt;
 mod prune;
 mod query;
 mod recall;
+#[cfg(feature = "internals")]
 pub mod search;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
+mod search;
 mod segment;
 mod select;
 pub mod server;
 mod session;
+#[cfg(feature = "internals")]
 pub mod store;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
+mod store;
+#[cfg(feature = "internals")]
 pub mod text;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
+mod text;
 pub mod tokens;
+mod types;
 mod write;
 
-pub use error::{Error, Result};
-pub use evidence_store::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
-pub use gate::{GateDecision, Topic};
+pub use error::{Error, ErrorKind, Result};
+pub use evidence::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
+pub use gate::{GateDecision, Topic, describe_reference};
 pub use gatekeeper::{DEFAULT_TOKEN_BUDGET, Gatekeeper, Options, SessionInfo, Stats};
 pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::Format;
 pub use query::QueryAnchor;
 pub use search::SearchHit;
-pub use select::Policy;
-pub use session::{
-    Budget, MAX_TEXT_BYTES, SelectOptions, SelectedBlock, SelectedEvidence, Selection, Session, TurnId,
-};
+pub use select::{Budget, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
+pub use session::{MAX_TEXT_BYTES, Session};
+pub use store::{Error as StoreError, catch_damage, catch_panic, name_damaged_file};
+pub use types::TurnId;
 pub use write::{BATCH_TURNS, FileReport, ImportOptions, ImportProgress, ImportReport, SessionReport};

@@ -3,16 +3,17 @@
 
 use crate::anchor;
 use crate::error::Result;
-use crate::evidence_recall;
+use crate::evidence::recall as evidence_recall;
 use crate::gate::{ContentWords, GateDecision, Topic};
 use crate::prune;
 use crate::query::QueryAnchors;
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::segment::{Gated, SessionRef, gate, segment_start, turn_hashes};
 use crate::select::{self, Offer, Policy};
-use crate::store::postings::Posting;
-use crate::store::{Source, View, anchor_hash};
+
+use crate::store::{Source, View};
 use crate::tokens::TokenEstimator;
+use crate::types::{Posting, anchor_hash};
 
 /// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
 pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;

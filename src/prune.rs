@@ -8,8 +8,9 @@
 
 use crate::anchor::{self, is_cjk_ngram};
 use crate::query::QueryAnchors;
-use crate::store::anchor_hash;
+
 use crate::text::{Sentence, split_sentences};
+use crate::types::anchor_hash;
 
 /// DESIGN §3.6: sentences kept per side.
 pub const MAX_SENTENCES_PER_SIDE: usize = 3;

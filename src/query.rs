@@ -6,7 +6,8 @@
 
 use crate::anchor::{self, AnchorCounts, is_cjk_ngram};
 use crate::idf::{CJK_NGRAM_MIN_IDF, idf};
-use crate::store::anchor_hash;
+use crate::types::anchor_hash;
+
 use serde::Serialize;
 
 /// A long query (a pasted log) keeps its 64 most discriminative anchors: enough to find what it

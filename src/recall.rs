@@ -10,7 +10,8 @@
 //! then added in anchor order, so the result does not depend on the number of threads.
 
 use crate::query::QueryAnchors;
-use crate::store::postings::Posting;
+use crate::types::Posting;
+
 use rayon::prelude::*;
 
 /// DESIGN §3.4: blocks kept after scoring.
@@ -189,7 +190,7 @@ mod tests {
         let text: Vec<&str> = dfs.iter().map(|(t, _)| *t).collect();
         let text = text.join(" ");
         let table: std::collections::HashMap<u64, u64> =
-            dfs.iter().map(|(t, df)| (crate::store::anchor_hash(t), *df)).collect();
+            dfs.iter().map(|(t, df)| (crate::types::anchor_hash(t), *df)).collect();
         QueryAnchors::build(&text, &anchor::extract(&text), blocks, |h| Ok::<_, ()>(table[&h])).unwrap()
     }
 

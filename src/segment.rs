@@ -8,7 +8,8 @@ use crate::error::Result;
 use crate::gate::{self, GateDecision};
 use crate::query::{self, QueryAnchors};
 use crate::store::records::{ForwardRecord, SessionRecord, TurnRecord};
-use crate::store::{Source, View, anchor_hash};
+use crate::store::{Source, View};
+use crate::types::anchor_hash;
 
 /// DESIGN §3.2: the topic `A(T)` is the anchors of the current segment's latest turns, at most
 /// this many: the latest exchange and the one before. A follow-up refers to what was just said;

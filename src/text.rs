@@ -71,12 +71,6 @@ fn push_sentence<'a>(text: &'a str, start: usize, end: usize, out: &mut Vec<Sent
     }
 }
 
-/// Replaces control characters other than `\n` and `\t` with U+FFFD, so logged text shown on a
-/// terminal cannot carry escape sequences.
-pub fn sanitize_for_terminal(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{FFFD}' } else { c }).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,10 +108,5 @@ mod tests {
         assert!(is_cjk('锁') && is_cjk('ア') && is_cjk('한'));
         assert!(!is_cjk('a') && !is_cjk('。'));
         assert!(is_word_char('é') && is_word_char('_') && !is_word_char('锁'));
-    }
-
-    #[test]
-    fn sanitize_replaces_escapes() {
-        assert_eq!(sanitize_for_terminal("a\u{1b}[31mb\nc"), "a\u{FFFD}[31mb\nc");
     }
 }

@@ -1,6 +1,6 @@
 //! Exit codes, in one place (documented in `--help`).
 
-use ctxgate::Error;
+use ctxgate::{Error, ErrorKind};
 
 /// The process exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,9 +23,9 @@ impl ExitCode {
     /// The exit code for an error.
     pub fn of(err: &anyhow::Error) -> ExitCode {
         match err.downcast_ref::<Error>().map(Error::kind) {
-            Some("needs_rebuild") => ExitCode::NeedsRebuild,
-            Some("busy") => ExitCode::Busy,
-            Some("damaged") => ExitCode::Damaged,
+            Some(ErrorKind::NeedsRebuild) => ExitCode::NeedsRebuild,
+            Some(ErrorKind::Busy) => ExitCode::Busy,
+            Some(ErrorKind::Damaged) => ExitCode::Damaged,
             _ => ExitCode::Error,
         }
     }

@@ -1,7 +1,7 @@
 //! `ctxgate gate`: only the topic gate's decision.
 
 use super::{Global, output};
-use ctxgate::gate::describe_reference;
+use ctxgate::describe_reference;
 use ctxgate::{GateDecision, Topic};
 use serde::Serialize;
 

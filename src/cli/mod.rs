@@ -167,7 +167,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let db = global.db.clone();
     // A damaged file can make redb panic anywhere in a command: that is an error naming the
     // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
-    let result = ctxgate::store::catch_panic(&db, || dispatch(&global, cli.command));
+    let result = ctxgate::catch_panic(&db, || dispatch(&global, cli.command));
     let mut err = match result {
         Ok(Ok(())) => return Ok(()),
         Ok(Err(err)) => err,
@@ -175,7 +175,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     };
     if let Some(inner) = err.downcast_mut::<ctxgate::Error>() {
         let taken = std::mem::replace(inner, ctxgate::Error::Evidence(String::new()));
-        *inner = ctxgate::store::name_damaged_file(taken, &db);
+        *inner = ctxgate::name_damaged_file(taken, &db);
     }
     Err(err)
 }

@@ -4,7 +4,6 @@
 //! additive only. Errors with `--json` are one line on stderr: `{"error": {"kind", "message"}}`,
 //! where `kind` is stable (`bad_input`, `unknown_session`, `needs_rebuild`, `busy`, ...).
 
-use ctxgate::text::sanitize_for_terminal;
 use serde::Serialize;
 use std::io::{IsTerminal, Write};
 
@@ -54,7 +53,7 @@ pub fn print_text(text: &str) -> anyhow::Result<()> {
 
 /// Prints an error to stderr, as text or as one JSON line.
 pub fn print_error(err: &anyhow::Error, json: bool) {
-    let kind = err.downcast_ref::<ctxgate::Error>().map_or("error", ctxgate::Error::kind);
+    let kind = err.downcast_ref::<ctxgate::Error>().map_or("error", |e| e.kind().as_str());
     let message = format!("{err:#}");
     if json {
         let line = serde_json::json!({ "error": { "kind": kind, "message": message } });
@@ -73,4 +72,20 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
                 .and_then(|e| e.io_error_kind())
                 .is_some_and(|kind| kind == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// Replaces control characters other than `\n` and `\t` with U+FFFD, so logged text shown on a
+/// terminal cannot carry escape sequences.
+pub fn sanitize_for_terminal(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { '\u{FFFD}' } else { c }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_replaces_escapes() {
+        assert_eq!(sanitize_for_terminal("a\u{1b}[31mb\nc"), "a\u{FFFD}[31mb\nc");
+    }
 }

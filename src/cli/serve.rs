@@ -30,7 +30,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     // fine (each request waits for it).
     match Gatekeeper::open(&global.db, options.clone()) {
         Ok(gatekeeper) => drop(gatekeeper),
-        Err(e) if e.kind() == "busy" => log::info!("{e}; serving anyway"),
+        Err(e) if e.kind() == ctxgate::ErrorKind::Busy => log::info!("{e}; serving anyway"),
         Err(e) => return Err(e.into()),
     }
     log::info!("serving {} over MCP on stdio", global.db.display());

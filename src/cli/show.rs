@@ -1,7 +1,7 @@
 //! `ctxgate show`: a session's turns in full, with their tool activity and gate decisions.
 
 use super::{Global, output};
-use ctxgate::gate::describe_reference;
+use ctxgate::describe_reference;
 use ctxgate::{SessionInfo, StoredTurn, Topic};
 use serde::Serialize;
 use std::fmt::Write;

@@ -1,19 +1,23 @@
 //! Evidence projection (DESIGN §4): full tool output stays on disk, the context gets a
 //! projection of exact facts, what was omitted, what is unknown, and a reference to read more.
 //!
-//! This module is pure but for [`EvidenceRoot`], the one way to the files under the evidence
-//! root: references and their checks ([`EvidenceRef`]), projection specs ([`Spec`]),
-//! projections ([`project`]) and the text a document is indexed by. Storing and
-//! finding evidence is [`crate::Gatekeeper`]'s (`put_evidence`, `index_evidence`, ...).
+//! The pure part: references and their checks ([`EvidenceRef`]), projection specs ([`Spec`]),
+//! projections ([`project`]), JSON pointers ([`pointer`](mod@pointer)) and the text a document is indexed
+//! by. Apart from it: [`EvidenceRoot`], the one way to the files under the evidence root;
+//! `index`, the gatekeeper's evidence (`put_evidence`, `index_evidence`, `read_evidence`, ...,
+//! over the tables of `store::evidence`); `recall`, the evidence a query selects.
 
 mod anchors;
+mod index;
 pub mod pointer;
 mod projection;
+pub(crate) mod recall;
 mod reference;
 mod root;
 mod spec;
 
 pub use anchors::{MAX_INDEXED_BYTES, indexed_text};
+pub use index::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
 pub use projection::{
     Blocked, DEFAULT_FACT_BYTES, DEFAULT_HEAD_LINES, Document, MAX_HEAD_BYTES, Omitted, Projection,
     SMALL_VALUE_BYTES, Unknown, choose_kind, project, whole_if_no_longer,

@@ -98,12 +98,12 @@ pub enum RootError {
     )]
     Exists(EvidenceRef),
     /// The file system refused.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {cause}", .path.display())]
     Io {
         /// The path.
         path: PathBuf,
-        /// The cause.
-        source: io::Error,
+        /// The cause, printed in the message (not also chained as a source).
+        cause: io::Error,
     },
 }
 
@@ -120,7 +120,7 @@ impl EvidenceRoot {
     /// [`RootError::Io`] if it is not a directory that can be opened.
     pub fn open(path: &Path) -> Result<EvidenceRoot, RootError> {
         let dir = Dir::open_ambient_dir(path, ambient_authority())
-            .map_err(|source| RootError::Io { path: path.to_path_buf(), source })?;
+            .map_err(|source| RootError::Io { path: path.to_path_buf(), cause: source })?;
         Ok(EvidenceRoot { dir, path: path.to_path_buf() })
     }
 
@@ -129,7 +129,8 @@ impl EvidenceRoot {
     /// # Errors
     /// [`RootError::Io`] if it cannot be created or opened.
     pub fn create(path: &Path) -> Result<EvidenceRoot, RootError> {
-        std::fs::create_dir_all(path).map_err(|source| RootError::Io { path: path.to_path_buf(), source })?;
+        std::fs::create_dir_all(path)
+            .map_err(|source| RootError::Io { path: path.to_path_buf(), cause: source })?;
         EvidenceRoot::open(path)
     }
 
@@ -169,7 +170,7 @@ impl EvidenceRoot {
         let file =
             self.dir.open_with(reference.as_str(), &options).map_err(|e| self.open_error(reference, e))?;
         let mut file = file.into_std();
-        let io = |source| RootError::Io { path: self.path.join(reference.as_str()), source };
+        let io = |source| RootError::Io { path: self.path.join(reference.as_str()), cause: source };
         let metadata = file.metadata().map_err(io)?;
         if !metadata.is_file() {
             return Err(refused(reference, "is not a regular file"));
@@ -198,15 +199,16 @@ impl EvidenceRoot {
                 self.dir.create_dir_all(parent).map_err(|e| self.open_error(reference, e))?;
                 self.dir.open_dir(parent).map_err(|e| self.open_error(reference, e))?
             }
-            None => {
-                self.dir.try_clone().map_err(|source| RootError::Io { path: self.path.clone(), source })?
-            }
+            None => self
+                .dir
+                .try_clone()
+                .map_err(|source| RootError::Io { path: self.path.clone(), cause: source })?,
         };
         if dir.symlink_metadata(name).is_ok() {
             return self.same_or_exists(reference, bytes);
         }
         let temp = temp_name();
-        let io = |source| RootError::Io { path: self.path.join(reference.as_str()), source };
+        let io = |source| RootError::Io { path: self.path.join(reference.as_str()), cause: source };
         let written = (|| {
             let mut options = OpenOptions::new();
             options.write(true).create_new(true);
@@ -272,7 +274,7 @@ impl EvidenceRoot {
         if self.leads_outside(reference) {
             return refused(reference, "leads outside the evidence root through a link");
         }
-        RootError::Io { path: self.path.join(reference.as_str()), source: e }
+        RootError::Io { path: self.path.join(reference.as_str()), cause: e }
     }
 
     /// Whether a component of `reference` is a link whose target is not inside the root: the

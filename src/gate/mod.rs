@@ -46,7 +46,7 @@ pub struct GateDecision {
     /// IDF share of the query's anchors not in the topic.
     pub new_ratio: f64,
     /// The deictic pattern the query starts with (also after a short acknowledgement such as
-    /// `好的，`), if any; or [`REPLY_TO_QUESTION`] when the query would have switched but
+    /// `好的，`), if any; or `REPLY_TO_QUESTION` when the query would have switched but
     /// answers the question the previous turn ended with.
     pub deictic: Option<&'static str>,
 }
@@ -195,7 +195,7 @@ mod tests {
     use super::*;
 
     fn hash(text: &str) -> u64 {
-        crate::store::anchor_hash(text)
+        crate::types::anchor_hash(text)
     }
 
     /// (query, anchors with idf, topic anchors, expected topic, deictic pattern)

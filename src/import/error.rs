@@ -34,14 +34,14 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A record is not valid JSON.
-    #[error("{}{at}: invalid JSON: {source}", .path.display())]
+    #[error("{}{at}: invalid JSON: {cause}", .path.display())]
     Json {
         /// The file.
         path: PathBuf,
         /// Where.
         at: Location,
-        /// The parser's message.
-        source: serde_json::Error,
+        /// The parser's message, printed in the message (not also chained as a source).
+        cause: serde_json::Error,
     },
     /// A record is valid JSON but not what the format requires.
     #[error("{}{at}: {what}", .path.display())]
@@ -69,7 +69,7 @@ impl Error {
 
     /// A JSON error at a line.
     pub(crate) fn json(path: &std::path::Path, line: u64, source: serde_json::Error) -> Self {
-        Error::Json { path: path.to_path_buf(), at: Location::Line(line), source }
+        Error::Json { path: path.to_path_buf(), at: Location::Line(line), cause: source }
     }
 
     /// The line this error points at, if any.
@@ -80,5 +80,24 @@ impl Error {
             }
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The full chain (`{:#}`, as the CLI prints errors) names each cause once.
+    #[test]
+    fn each_cause_is_printed_once() {
+        let cause = serde_json::from_str::<serde_json::Value>("{\"a\" 1}").unwrap_err();
+        let detail = cause.to_string();
+        let err = anyhow::Error::from(Error::json(std::path::Path::new("log.jsonl"), 48, cause));
+        let chain = format!("{err:#}");
+        assert_eq!(chain.matches(&detail).count(), 1, "{chain}");
+        assert!(chain.starts_with("log.jsonl:48: invalid JSON: "), "{chain}");
+        let io = Error::Io { path: "log.jsonl".into(), source: std::io::Error::other("disk on fire") };
+        let chain = format!("{:#}", anyhow::Error::from(io));
+        assert_eq!(chain.matches("disk on fire").count(), 1, "{chain}");
     }
 }

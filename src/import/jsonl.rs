@@ -194,7 +194,7 @@ pub fn into_turn(line: Line) -> ParsedTurn {
 /// The message of an error without its `FILE:LINE: ` prefix.
 pub fn reason(error: &Error) -> String {
     match error {
-        Error::Json { source, .. } => format!("invalid JSON: {source}"),
+        Error::Json { cause, .. } => format!("invalid JSON: {cause}"),
         Error::Shape { what, .. } => what.clone(),
         other => other.to_string(),
     }

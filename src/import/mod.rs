@@ -5,7 +5,7 @@
 //! its parser (one module each, field notes in `docs/DESIGN.md` §8), all built on the pairing
 //! rules every format shares ([`turns`]). The canonical JSONL format is also read a block of
 //! lines at a time (`lines`), for imports whose memory is bounded by a batch. Tool results
-//! found in a log get their evidence refs here ([`tool_evidence`]); storing them is the
+//! found in a log get their evidence refs here (`tool_evidence`); storing them is the
 //! index's job.
 
 mod chatgpt;

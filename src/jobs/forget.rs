@@ -91,70 +91,25 @@ fn folded_lengths(turn: &crate::store::records::TurnRecord) -> (u32, u32) {
 }
 
 /// Seconds since the Unix epoch of a timestamp as logs write them: RFC 3339 / ISO 8601
-/// (`2025-10-02T07:00:18.358Z`, `2025-10-02 07:00:18+02:00`, `2025-10-02`) or Unix seconds
-/// (`1712131200.512`; milliseconds when above 10^11).
+/// (`2025-10-02T07:00:18.358Z`, `2025-10-02 07:00:18+02:00`, `2025-10-02`; without an offset,
+/// UTC) or Unix seconds (`1712131200.512`; milliseconds when above 10^11). Dates are checked
+/// by jiff: `2024-02-31` or `25:00` is no time.
 pub(crate) fn parse_time(text: &str) -> Option<f64> {
     let text = text.trim();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
         let value: f64 = text.parse().ok()?;
         return Some(if value > 1e11 { value / 1000.0 } else { value });
     }
-    let b = text.as_bytes();
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let s = text.get(range)?;
-        if s.bytes().all(|c| c.is_ascii_digit()) { s.parse().ok() } else { None }
-    };
-    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+    let seconds = |ts: jiff::Timestamp| ts.as_nanosecond() as f64 / 1e9;
+    if let Ok(ts) = text.parse::<jiff::Timestamp>() {
+        return Some(seconds(ts));
+    }
+    // No offset: a civil time (or date), read as UTC. One with an offset jiff refused above.
+    if text.bytes().skip(10).any(|b| matches!(b, b'+' | b'-' | b'Z' | b'z')) {
         return None;
     }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
-    }
-    let mut seconds = days_from_civil(year, month, day) as f64 * 86400.0;
-    let rest = &text[10..];
-    if rest.is_empty() {
-        return Some(seconds);
-    }
-    let rest_b = rest.as_bytes();
-    if !(rest_b[0] == b'T' || rest_b[0] == b't' || rest_b[0] == b' ') || rest.len() < 6 || rest_b[3] != b':' {
-        return None;
-    }
-    let hours = num(11..13)?;
-    let minutes = num(14..16)?;
-    seconds += (hours * 3600 + minutes * 60) as f64;
-    let mut at = 16;
-    if b.get(at) == Some(&b':') {
-        let end = (at + 1..b.len()).find(|&i| !(b[i].is_ascii_digit() || b[i] == b'.')).unwrap_or(b.len());
-        seconds += text.get(at + 1..end)?.parse::<f64>().ok()?;
-        at = end;
-    }
-    match b.get(at) {
-        None | Some(b'Z' | b'z') if at + 1 >= b.len() => Some(seconds),
-        Some(&sign @ (b'+' | b'-')) => {
-            let offset = text.get(at + 1..)?;
-            let (h, m) = offset.split_once(':').unwrap_or((offset.get(..2)?, offset.get(2..)?));
-            // Two digits each (a sign or a long number in the minutes overflowed): `+05`, `+0530`.
-            let two = |s: &str| -> Option<i64> {
-                if s.len() == 2 && s.bytes().all(|c| c.is_ascii_digit()) { s.parse().ok() } else { None }
-            };
-            let minutes: i64 = two(h)? * 60 + if m.is_empty() { 0 } else { two(m)? };
-            let offset = (minutes * 60) as f64;
-            Some(if sign == b'+' { seconds - offset } else { seconds + offset })
-        }
-        _ => None,
-    }
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let civil = text.parse::<jiff::civil::DateTime>().ok()?;
+    Some(seconds(jiff::tz::TimeZone::UTC.to_timestamp(civil).ok()?))
 }
 
 #[cfg(test)]
@@ -173,6 +128,17 @@ mod tests {
         assert_eq!(parse_time("2024-13-01"), None);
         assert_eq!(parse_time("2025-10-02T12:30:18+0530"), parse_time("2025-10-02T07:00:18Z"));
         assert_eq!(parse_time("2025-10-02T12:00:18+05"), parse_time("2025-10-02T07:00:18Z"));
+        assert_eq!(parse_time("2025-10-02 07:00:18"), parse_time("2025-10-02T07:00:18Z"), "no offset: UTC");
+    }
+
+    #[test]
+    fn impossible_dates_and_times_are_refused() {
+        assert_eq!(parse_time("2024-02-31"), None);
+        assert_eq!(parse_time("2024-02-31T99:99:99Z"), None);
+        assert_eq!(parse_time("2023-02-29"), None);
+        assert_eq!(parse_time("2024-02-29"), Some(1_709_164_800.0), "a leap day");
+        assert_eq!(parse_time("2024-01-01T25:00:00Z"), None);
+        assert_eq!(parse_time("2024-01-01T10:61:00+01:00"), None);
     }
 
     /// Found by `fuzz/fuzz_targets/date_parse.rs`: an offset whose minutes are a signed

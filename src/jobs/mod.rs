@@ -20,8 +20,9 @@ pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files
 pub use verify::{MAX_PROBLEMS, Problem, VerifyPhase, VerifyProgress, VerifyReport};
 
 use crate::anchor;
-use crate::store::anchor_hash;
+
 use crate::store::records::ForwardRecord;
+use crate::types::anchor_hash;
 
 /// Items (turns, chunks, lists, ...) between two progress reports within a phase: often
 /// enough for a display to move, rarely enough that reporting costs nothing next to the work.

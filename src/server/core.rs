@@ -52,7 +52,7 @@ impl ToolError {
 
 impl From<Error> for ToolError {
     fn from(e: Error) -> Self {
-        ToolError { kind: e.kind(), message: e.to_string() }
+        ToolError { kind: e.kind().as_str(), message: e.to_string() }
     }
 }
 

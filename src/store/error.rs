@@ -106,18 +106,19 @@ pub enum Error {
 
 impl Error {
     /// A stable name for the kind of error, for agents to branch on.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> crate::ErrorKind {
+        use crate::ErrorKind;
         match self {
-            Error::MissingDirectory { .. } | Error::Io { .. } => "io",
-            Error::NotAnIndex { .. } | Error::NotARegularFile { .. } => "not_an_index",
-            Error::TooNew { .. } => "needs_upgrade",
+            Error::MissingDirectory { .. } | Error::Io { .. } => ErrorKind::Io,
+            Error::NotAnIndex { .. } | Error::NotARegularFile { .. } => ErrorKind::NotAnIndex,
+            Error::TooNew { .. } => ErrorKind::NeedsUpgrade,
             Error::NeedsRebuild { .. } | Error::RunsMissing { .. } | Error::RunsDamaged { .. } => {
-                "needs_rebuild"
+                ErrorKind::NeedsRebuild
             }
-            Error::Busy { .. } => "busy",
-            Error::Corrupt { .. } => "corrupt",
-            Error::Damaged { .. } => "damaged",
-            Error::Database(_) => "database",
+            Error::Busy { .. } => ErrorKind::Busy,
+            Error::Corrupt { .. } => ErrorKind::Corrupt,
+            Error::Damaged { .. } => ErrorKind::Damaged,
+            Error::Database(_) => ErrorKind::Database,
         }
     }
 }

@@ -18,21 +18,7 @@
 /// Postings per chunk: keeps a chunk well inside one 4 KiB page (~6 bytes a posting).
 pub const CHUNK_CAPACITY: u32 = 128;
 
-/// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths
-/// (as decoded from their one-byte norms, so quantized).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Posting {
-    /// Turn id within the session.
-    pub turn: u32,
-    /// Term frequency in the user text.
-    pub tf_user: u32,
-    /// Term frequency in the assistant text.
-    pub tf_assistant: u32,
-    /// Anchor occurrences in the user text (BM25 document length).
-    pub len_user: u32,
-    /// Anchor occurrences in the assistant text.
-    pub len_assistant: u32,
-}
+pub use crate::types::Posting;
 
 /// A chunk's bytes could not be decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

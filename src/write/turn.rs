@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::gate::Topic;
 use crate::segment::{self, GateFilter, SessionRef};
 use crate::store::records::{ForwardRecord, GateRecord, SessionRecord, ToolRecord, TurnRecord, next_digest};
-use crate::store::{PendingRow, View, WriteSource, anchor_hash};
+use crate::store::{PendingRow, View, WriteSource};
+use crate::types::anchor_hash;
 use std::cmp::Ordering;
 
 /// A turn ready to be written: its text and what extraction found in it.

@@ -15,7 +15,8 @@ use crate::idf::idf;
 use crate::query::QueryAnchors;
 use crate::recall::{BM25_B, BM25_K1};
 use crate::store::evidence::EvidenceRecord;
-use crate::store::{Source, View, anchor_hash};
+use crate::store::{Source, View};
+use crate::types::anchor_hash;
 use std::collections::HashMap;
 
 /// Evidence documents offered to the selection per query. A projection costs hundreds of

@@ -7,6 +7,10 @@
 //! budget is skipped; a block with zero gain is never taken. Ties go to the lower turn id.
 //! The `fill` policy then spends what is left of the budget (see [`choose`]).
 
+mod selection;
+
+pub use selection::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
+
 use crate::query::QueryAnchors;
 use serde::{Deserialize, Serialize};
 
@@ -150,7 +154,7 @@ mod tests {
         let n = 1000u64;
         // Choose df so idf is exactly the wanted value: idf = ln((n+1)/(df+1)) + 1.
         let table: std::collections::HashMap<u64, f64> =
-            dfs.iter().map(|(t, idf)| (crate::store::anchor_hash(t), *idf)).collect();
+            dfs.iter().map(|(t, idf)| (crate::types::anchor_hash(t), *idf)).collect();
         let q = QueryAnchors::build(text, &anchor::extract(text), n, |h| {
             let want = table[&h];
             Ok::<_, ()>((((n as f64 + 1.0) / (want - 1.0).exp()) - 1.0).round() as u64)

@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot, Projection, RootError, Spec, WalkedFile};
 use crate::gatekeeper::Gatekeeper;
 use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
-use crate::store::{Source, View, anchor_hash};
+use crate::store::{Source, View};
+use crate::types::anchor_hash;
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -414,7 +415,7 @@ impl Gatekeeper {
     fn read_file(&self, reference: &EvidenceRef) -> Result<Vec<u8>> {
         let root = self.evidence_root()?;
         let tree = EvidenceRoot::open(&root).map_err(|e| match e {
-            RootError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            RootError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
                 Error::from(RootError::NotFound { reference: reference.clone(), root: root.clone() })
             }
             other => other.into(),

@@ -1,0 +1,87 @@
+//! What a selection returns: the chosen blocks and evidence, the budget they used and why they
+//! were chosen, and the per-call options that shape it.
+
+use crate::gate::GateDecision;
+use crate::query::QueryAnchor;
+use crate::select::Policy;
+use crate::types::TurnId;
+use serde::Serialize;
+
+/// Per-call overrides of [`crate::Options`] for a selection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SelectOptions {
+    /// Token budget (default: `Options::token_budget`).
+    pub budget: Option<u32>,
+    /// Answer as if only turns `0..as_of` existed (default: all turns).
+    pub as_of: Option<u32>,
+    /// Selection policy (default: `Options::policy`).
+    pub policy: Option<Policy>,
+    /// Leave evidence projections out (default: offer them, DESIGN §4).
+    pub no_evidence: bool,
+}
+
+/// The budget of a selection and what it used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Budget {
+    /// The token budget.
+    pub limit: u32,
+    /// Estimated tokens of the selected blocks; never above `limit`.
+    pub used: u32,
+}
+
+/// One selected block: a past turn, pruned to what the query needs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedBlock {
+    /// The turn's id in its session.
+    pub turn_id: TurnId,
+    /// The kept user sentences.
+    pub user: String,
+    /// The kept assistant sentences.
+    pub assistant: String,
+    /// The recall score (DESIGN §3.4).
+    pub score: f64,
+    /// Query anchors this block covered first.
+    pub covered_anchors: Vec<String>,
+    /// Estimated tokens of `user` and `assistant`.
+    pub tokens: u32,
+}
+
+/// One selected evidence projection (DESIGN §4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedEvidence {
+    /// Where the full document is, relative to the evidence root.
+    pub evidence_ref: String,
+    /// Its kind.
+    pub kind: String,
+    /// The evidence recall score.
+    pub score: f64,
+    /// Query anchors it covered first.
+    pub covered_anchors: Vec<String>,
+    /// Estimated tokens of the projection.
+    pub tokens: u32,
+    /// The projection envelope.
+    pub projection: serde_json::Value,
+}
+
+/// What ctxgate selected for a query, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Selection {
+    /// The session asked about.
+    pub session: String,
+    /// The query.
+    pub query: String,
+    /// The gate's decision.
+    pub decision: GateDecision,
+    /// The query's anchors with their IDF, most discriminative first.
+    pub anchors: Vec<QueryAnchor>,
+    /// The policy used.
+    pub policy: Policy,
+    /// Budget and use.
+    pub budget: Budget,
+    /// Covered share of the query's IDF, in [0, 1].
+    pub coverage: f64,
+    /// Selected blocks in chronological order.
+    pub blocks: Vec<SelectedBlock>,
+    /// Selected evidence projections, in the order they were chosen.
+    pub evidence: Vec<SelectedEvidence>,
+}

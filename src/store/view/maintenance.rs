@@ -1,0 +1,206 @@
+//! Maintenance in a write view: forgetting sessions and packing posting lists.
+
+use super::*;
+
+/// What removing sessions took out of the folded statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Turns deleted.
+    pub turns: u64,
+    /// Of them, pending (not yet folded) turns.
+    pub pending: u64,
+    /// Posting chunks deleted.
+    pub chunks: u64,
+    /// Postings deleted.
+    pub postings: u64,
+    /// Anchors whose document frequency fell to zero (their `terms` row is deleted).
+    pub anchors: u64,
+}
+
+impl View<WriteSource<'_>> {
+    /// Deletes sessions with their turns, pending rows, postings and names, and takes them out
+    /// of the document frequencies and folded statistics. `folded_lengths` gives the exact side
+    /// lengths of each folded turn (derived from its text: postings hold only their norms).
+    ///
+    /// Posting keys lead with the anchor, so the postings table is scanned once for all the
+    /// sessions.
+    pub fn remove_sessions(
+        &mut self,
+        ids: &[u32],
+        mut folded_lengths: impl FnMut(&TurnRecord) -> (u32, u32),
+    ) -> Result<Removed, Error> {
+        let mut removed = Removed::default();
+        if ids.is_empty() {
+            return Ok(removed);
+        }
+        // A merge after this would bring back the postings of removed sessions.
+        self.refuse_while_runs_wait()?;
+        let doomed: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
+        let mut folded = FoldedTotals::default();
+        for &id in &doomed {
+            let record = self.session_record(id)?;
+            let range = block_key(id, 0)..=block_key(id, u32::MAX);
+            let mut keys_to_remove = Vec::new();
+            for entry in self.tables.turns.range(range.clone())? {
+                let (key, value) = entry?;
+                let key = key.value();
+                keys_to_remove.push(key);
+                let (s, t) = split_block_key(key);
+                if self.pending.get(s, t).is_some() {
+                    removed.pending += 1;
+                    continue;
+                }
+                let turn: TurnRecord =
+                    postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {s}:{t}"), e))?;
+                let (len_user, len_assistant) = folded_lengths(&turn);
+                folded.blocks += 1;
+                folded.len_user += u64::from(len_user);
+                folded.len_assistant += u64::from(len_assistant);
+            }
+            for key in &keys_to_remove {
+                self.tables.turns.remove(*key)?;
+            }
+            removed.turns += keys_to_remove.len() as u64;
+            self.tables.pending.retain_in(range, |_, _| false)?;
+            self.tables.sessions.remove(id)?;
+            if let Some(record) = record {
+                self.tables.names.remove(record.name.as_str())?;
+            }
+        }
+        // Pending turns of the doomed sessions leave the in-memory log too.
+        let pending = std::mem::take(&mut self.pending);
+        for (key, forward) in pending.blocks {
+            if !doomed.contains(&split_block_key(key).0) {
+                self.pending.add(key, forward);
+            }
+        }
+        // Folded postings: one pass over the postings table.
+        let mut df_drop: IdentityHashMap<u64, u64> = IdentityHashMap::default();
+        let mut bad: Option<Error> = None;
+        self.tables.postings.retain(|key, value| {
+            let (hash, session, chunk) = keys::split_posting_key(key);
+            if !doomed.contains(&session) {
+                return true;
+            }
+            match chunk_len(value) {
+                Ok(n) => {
+                    *df_drop.entry(hash).or_default() += n;
+                    removed.postings += n;
+                    removed.chunks += 1;
+                }
+                Err(e) => {
+                    bad.get_or_insert_with(|| {
+                        corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e)
+                    });
+                }
+            }
+            false
+        })?;
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        let mut hashes: Vec<(u64, u64)> = df_drop.into_iter().collect();
+        hashes.sort_unstable();
+        for (hash, drop) in hashes {
+            let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+            let left = df.checked_sub(drop).ok_or_else(|| Error::Corrupt {
+                what: format!("anchor {hash:x} has df {df}, below its {drop} postings being removed"),
+            })?;
+            if left == 0 {
+                self.tables.terms.remove(hash)?;
+                removed.anchors += 1;
+            } else {
+                self.tables.terms.insert(hash, left)?;
+            }
+        }
+        if let Ok(mut cache) = self.df_cache.lock() {
+            cache.clear();
+        }
+        let sub = |have: u64, less: u64, what: &str| {
+            have.checked_sub(less).ok_or_else(|| Error::Corrupt {
+                what: format!("meta {what} {have} is below {less} being removed"),
+            })
+        };
+        self.meta.folded_blocks = sub(self.meta.folded_blocks, folded.blocks, "folded blocks")?;
+        self.meta.folded_len_user = sub(self.meta.folded_len_user, folded.len_user, "user length sum")?;
+        self.meta.folded_len_assistant =
+            sub(self.meta.folded_len_assistant, folded.len_assistant, "assistant length sum")?;
+        self.meta.folded_postings = sub(self.meta.folded_postings, removed.postings, "postings")?;
+        self.meta_dirty = true;
+        Ok(removed)
+    }
+
+    /// Rewrites the posting lists whose chunks are not packed (a chunk before the tail with
+    /// fewer than `CHUNK_CAPACITY` (128) postings, or chunk numbers with gaps) as full
+    /// chunks numbered from 0. Returns `(lists rewritten, chunks before, chunks after)`.
+    pub fn pack_postings(&mut self) -> Result<(u64, u64, u64), Error> {
+        self.pack_postings_with_progress(&mut |_, _| {})
+    }
+
+    /// [`View::pack_postings`], calling `progress(lists rewritten, lists to rewrite)` once the
+    /// lists to rewrite are found and after each one is rewritten (the caller throttles).
+    pub fn pack_postings_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<(u64, u64, u64), Error> {
+        // Find the lists to rewrite in one read pass.
+        let mut loose: Vec<(u64, u32)> = Vec::new();
+        let mut current: Option<(u64, u32)> = None;
+        let mut expected_chunk = 0u32;
+        let mut previous_full = true;
+        let mut flagged = false;
+        let mut bad: Option<Error> = None;
+        for entry in self.tables.postings.iter()? {
+            let (key, value) = entry?;
+            let (hash, session, chunk) = keys::split_posting_key(key.value());
+            if current != Some((hash, session)) {
+                current = Some((hash, session));
+                expected_chunk = 0;
+                previous_full = true;
+                flagged = false;
+            }
+            let n = match chunk_len(value.value()) {
+                Ok(n) => n,
+                Err(e) => {
+                    bad = Some(corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e));
+                    break;
+                }
+            };
+            if !flagged && (chunk != expected_chunk || !previous_full) {
+                loose.push((hash, session));
+                flagged = true;
+            }
+            expected_chunk = chunk.wrapping_add(1);
+            previous_full = n >= u64::from(postings::CHUNK_CAPACITY);
+        }
+        if let Some(e) = bad {
+            return Err(e);
+        }
+        let (mut before, mut after) = (0u64, 0u64);
+        let total = loose.len() as u64;
+        progress(0, total);
+        for (done, &(hash, session)) in (1u64..).zip(&loose) {
+            let mut list = Vec::new();
+            let range = keys::list_range(hash, session);
+            let mut old_keys = Vec::new();
+            for entry in self.tables.postings.range(range.clone())? {
+                let (key, value) = entry?;
+                old_keys.push(key.value());
+                postings::decode(value.value(), |p| list.push(p)).map_err(|e| {
+                    corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
+                })?;
+            }
+            before += old_keys.len() as u64;
+            self.tables.postings.retain_in(range, |_, _| false)?;
+            let table = &mut self.tables.postings;
+            let mut writer = ListWriter::new(hash, session);
+            for posting in &list {
+                writer.push(table, posting)?;
+            }
+            after += writer.chunks();
+            writer.finish(table)?;
+            progress(done, total);
+        }
+        Ok((total, before, after))
+    }
+}

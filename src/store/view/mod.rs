@@ -1,0 +1,375 @@
+//! `View`: one consistent transaction over the tables, read-only or writable.
+//!
+//! A read view is a redb read transaction (a snapshot); a write view is the one write
+//! transaction. Both decode the pending turns once when opened, so document frequencies, N and
+//! the pending tail of a session's postings come from memory.
+//!
+//! Split by job: [`pending`] (the pending turns decoded in memory), `read` (lookups),
+//! `write` (new sessions and turns, the fold into lists or runs), `walk` (the whole-table
+//! walkers `verify` and `rebuild` use) and `maintenance` (forgetting sessions, packing lists).
+
+use super::cursor::PostingCursor;
+use super::error::{Error, corrupt};
+use super::grouped::{Grouped, NewBlock, for_each_list};
+use super::keys::{self, IdentityHashMap, block_key, split_block_key};
+use super::lists::ListWriter;
+use super::postings::{self, Posting};
+use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
+use super::run_file;
+use super::runs::{NextRun, WrittenRun};
+use super::sorted;
+use super::{FOLD_BATCH, META_KEY, format};
+use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// The table types a [`View`] reads through: read-only snapshots or a write transaction.
+pub trait Source {
+    /// `meta`.
+    type Meta: ReadableTable<&'static str, &'static [u8]>;
+    /// `session_names`.
+    type Names: ReadableTable<&'static str, u32>;
+    /// `sessions`.
+    type Sessions: ReadableTable<u32, &'static [u8]>;
+    /// `turns` and `pending`.
+    type Blocks: ReadableTable<u64, &'static [u8]>;
+    /// `terms`.
+    type Terms: ReadableTable<u64, u64>;
+    /// `postings`.
+    type Postings: ReadableTable<u128, &'static [u8]>;
+    /// `evidence`.
+    type EvidenceDocs: ReadableTable<u32, &'static [u8]>;
+    /// `evidence_refs`.
+    type EvidenceRefs: ReadableTable<&'static str, u32>;
+    /// `evidence_postings`.
+    type EvidencePostings: ReadableTable<(u64, u32), (u32, u32)>;
+    /// `evidence_terms`.
+    type EvidenceTerms: ReadableTable<u64, u32>;
+    /// `posting_run_files`: only a write transaction has them (see `super::run_file`).
+    type Runs;
+}
+
+/// Tables of a read transaction.
+pub struct ReadSource;
+impl Source for ReadSource {
+    type Meta = ReadOnlyTable<&'static str, &'static [u8]>;
+    type Names = ReadOnlyTable<&'static str, u32>;
+    type Sessions = ReadOnlyTable<u32, &'static [u8]>;
+    type Blocks = ReadOnlyTable<u64, &'static [u8]>;
+    type Terms = ReadOnlyTable<u64, u64>;
+    type Postings = ReadOnlyTable<u128, &'static [u8]>;
+    type EvidenceDocs = ReadOnlyTable<u32, &'static [u8]>;
+    type EvidenceRefs = ReadOnlyTable<&'static str, u32>;
+    type EvidencePostings = ReadOnlyTable<(u64, u32), (u32, u32)>;
+    type EvidenceTerms = ReadOnlyTable<u64, u32>;
+    type Runs = ();
+}
+
+/// Tables of a write transaction.
+pub struct WriteSource<'t>(std::marker::PhantomData<&'t ()>);
+impl<'t> Source for WriteSource<'t> {
+    type Meta = Table<'t, &'static str, &'static [u8]>;
+    type Names = Table<'t, &'static str, u32>;
+    type Sessions = Table<'t, u32, &'static [u8]>;
+    type Blocks = Table<'t, u64, &'static [u8]>;
+    type Terms = Table<'t, u64, u64>;
+    type Postings = Table<'t, u128, &'static [u8]>;
+    type EvidenceDocs = Table<'t, u32, &'static [u8]>;
+    type EvidenceRefs = Table<'t, &'static str, u32>;
+    type EvidencePostings = Table<'t, (u64, u32), (u32, u32)>;
+    type EvidenceTerms = Table<'t, u64, u32>;
+    type Runs = Table<'t, u32, (u64, u64, u64)>;
+}
+
+/// The opened tables of one transaction.
+pub(super) struct Tables<S: Source> {
+    pub meta: S::Meta,
+    pub names: S::Names,
+    pub sessions: S::Sessions,
+    pub turns: S::Blocks,
+    pub pending: S::Blocks,
+    pub terms: S::Terms,
+    pub postings: S::Postings,
+    pub evidence: S::EvidenceDocs,
+    pub evidence_refs: S::EvidenceRefs,
+    pub evidence_postings: S::EvidencePostings,
+    pub evidence_terms: S::EvidenceTerms,
+    pub runs: S::Runs,
+}
+
+/// Rows of the `turns`, `postings`, `terms` and `evidence` tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RowCounts {
+    pub turns: u64,
+    pub chunks: u64,
+    pub terms: u64,
+    pub evidence: u64,
+}
+
+/// Corpus statistics for IDF and BM25: N and average side lengths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CorpusStats {
+    /// Number of blocks (turns) in the whole index.
+    pub blocks: u64,
+    /// Average user-side length in anchors.
+    pub avg_len_user: f64,
+    /// Average assistant-side length in anchors.
+    pub avg_len_assistant: f64,
+}
+
+/// Counts of what the index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Sessions.
+    pub sessions: u64,
+    /// Turns.
+    pub turns: u64,
+    /// Distinct anchors.
+    pub anchors: u64,
+    /// Postings (anchor occurrences per block).
+    pub postings: u64,
+    /// Turns not yet folded into postings.
+    pub pending: u64,
+}
+
+/// A consistent view of the index: one read or write transaction.
+pub struct View<S: Source> {
+    path: PathBuf,
+    meta: MetaRecord,
+    pub(super) tables: Tables<S>,
+    pending: PendingBlocks,
+    meta_dirty: bool,
+    /// Pending turns of this transaction without a `pending` row, by block key: their encoded
+    /// `turns` rows, stored in key order by the fold, which comes before the commit.
+    unlogged: BTreeMap<u64, Vec<u8>>,
+    /// Folded document frequencies read in this view (a bulk import looks the same ones up
+    /// for every turn). Cleared when a fold changes them.
+    df_cache: Mutex<IdentityHashMap<u64, u64>>,
+    /// The run this transaction took ([`View::next_run`]) and has not recorded yet.
+    run_taken: Option<u32>,
+}
+
+impl<S: Source> View<S> {
+    pub(super) fn open(path: &Path, tables: Tables<S>) -> Result<Self, Error> {
+        let meta = {
+            let bytes =
+                tables.meta.get(META_KEY)?.ok_or_else(|| Error::NotAnIndex { path: path.to_path_buf() })?;
+            format::check_meta(path, bytes.value())?
+        };
+        let mut pending = PendingBlocks::default();
+        for entry in tables.pending.iter()? {
+            let (key, value) = entry?;
+            let key = key.value();
+            let forward: ForwardRecord = postcard::from_bytes(value.value())
+                .map_err(|e| corrupt(format!("anchors of pending turn {:?}", split_block_key(key)), e))?;
+            pending.add(key, forward);
+        }
+        Ok(View {
+            path: path.to_path_buf(),
+            meta,
+            tables,
+            pending,
+            meta_dirty: false,
+            unlogged: BTreeMap::new(),
+            df_cache: Mutex::new(IdentityHashMap::default()),
+            run_taken: None,
+        })
+    }
+
+    /// The index file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pending turns.
+    pub fn pending(&self) -> &PendingBlocks {
+        &self.pending
+    }
+}
+
+mod maintenance;
+mod pending;
+mod read;
+mod walk;
+mod write;
+
+pub use maintenance::Removed;
+pub use pending::PendingBlocks;
+pub use walk::FoldedTotals;
+pub(crate) use write::chunk_len;
+pub use write::{FoldTarget, PendingRow};
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Store, StoreOptions};
+    use super::*;
+
+    fn posting(turn: u32) -> Posting {
+        Posting { turn, tf_user: 1, tf_assistant: 0, len_user: 3, len_assistant: 0 }
+    }
+
+    fn chunk(turns: std::ops::Range<u32>) -> Vec<u8> {
+        let mut builder = postings::ChunkBuilder::new();
+        for turn in turns {
+            builder.push(&posting(turn)).unwrap_or_default();
+        }
+        builder.finish()
+    }
+
+    /// An empty index in a temporary directory (kept alive by the returned guard).
+    fn temp_store() -> Result<(tempfile::TempDir, Store), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let options = StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(1),
+            quick_repair: false,
+        };
+        let store = Store::open(&dir.path().join("index.redb"), &options)?;
+        Ok((dir, store))
+    }
+
+    #[test]
+    fn pack_postings_merges_loose_chunks_in_order() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        store.write(|view| -> Result<(), Error> {
+            // A list with a short chunk before the tail and a gap in the numbering, and a
+            // packed list that must stay as it is.
+            view.tables.postings.insert(keys::posting_key(7, 0, 0), chunk(0..10).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(7, 0, 3), chunk(10..300).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(8, 0, 0), chunk(0..5).as_slice())?;
+            Ok(())
+        })?;
+        let packed = store.write(|view| view.pack_postings())?;
+        assert_eq!(packed, (1, 2, 3));
+        let view = store.read()?;
+        let mut turns = Vec::new();
+        view.session_postings(7, 0, |p| turns.push(p.turn))?;
+        assert_eq!(turns, (0..300).collect::<Vec<_>>());
+        let mut chunks = Vec::new();
+        view.for_each_chunk(|hash, _, chunk, bytes| {
+            chunks.push((hash, chunk, chunk_len(bytes).unwrap_or(0)));
+            true
+        })?;
+        assert_eq!(chunks, [(7, 0, 128), (7, 1, 128), (7, 2, 44), (8, 0, 5)]);
+        Ok(())
+    }
+
+    fn turn_record() -> TurnRecord {
+        let gate =
+            super::super::records::GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
+        TurnRecord {
+            user: "u".into(),
+            assistant: "a".into(),
+            gate,
+            segment_start: 0,
+            time: None,
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn turns_put_to_fold_count_in_frequencies_and_counts() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        let forward = |hashes: &[u64]| ForwardRecord {
+            len_user: 2,
+            len_assistant: 0,
+            entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
+        };
+        store.write(|view| -> Result<(), Error> {
+            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]), PendingRow::Logged)?;
+            assert_eq!(view.df(5)?, 1);
+            // A bulk writer's turns are not counted per anchor as they are put: the view
+            // counts them from the pending blocks.
+            view.put_turn(1, 0, &turn_record(), forward(&[5]), PendingRow::FoldInTransaction)?;
+            view.put_turn(1, 1, &turn_record(), forward(&[7]), PendingRow::FoldInTransaction)?;
+            assert_eq!((view.df(5)?, view.df(6)?, view.df(7)?, view.df(8)?), (2, 1, 1, 0));
+            let counts = view.counts()?;
+            assert_eq!((counts.turns, counts.anchors, counts.postings, counts.pending), (3, 3, 4, 3));
+            Ok(())
+        })?;
+        let view = store.read()?;
+        assert_eq!((view.df(5)?, view.df(6)?, view.df(7)?), (2, 1, 1), "folded at the commit");
+        assert!(view.pending().is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_fold_adds_to_the_stored_frequencies_whether_the_view_read_them_or_not()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        let forward = |hashes: &[u64]| ForwardRecord {
+            len_user: hashes.len() as u32,
+            len_assistant: 0,
+            entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
+        };
+        store.write(|view| {
+            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]), PendingRow::FoldInTransaction)
+        })?;
+        store.write(|view| -> Result<(), Error> {
+            assert_eq!(view.df(5)?, 1, "read by this view; 6 is not");
+            view.put_turn(0, 1, &turn_record(), forward(&[5, 6, 7]), PendingRow::FoldInTransaction)?;
+            view.fold()?;
+            // Folded again by the same view: from the frequencies the first fold wrote.
+            view.put_turn(0, 2, &turn_record(), forward(&[6, 8]), PendingRow::FoldInTransaction)?;
+            view.fold()
+        })?;
+        let view = store.read()?;
+        for (hash, expected) in [(5, 2), (6, 3), (7, 1), (8, 1)] {
+            let mut postings = 0;
+            view.anchor_postings(hash, |_, _| postings += 1)?;
+            assert_eq!((view.df(hash)?, postings), (expected, expected), "anchor {hash}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn fold_grouped_takes_only_the_pending_turns_in_session_order() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let (_dir, store) = temp_store()?;
+        // Session 0 turns 0 and 1, session 1 turn 0; anchors 5 and 6.
+        let turns: [(u32, u32, &[u64]); 3] = [(0, 0, &[5, 6]), (0, 1, &[6]), (1, 0, &[5])];
+        let block = |(s, t): (u32, u32)| NewBlock { key: block_key(s, t), len_user: 2, len_assistant: 0 };
+        let fold = |order: &[(u32, u32)], extra: Option<u64>, swapped: bool| {
+            store.write(|view| -> Result<(), Error> {
+                for &(s, t, hashes) in &turns {
+                    let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
+                    let forward = ForwardRecord { len_user: 2, len_assistant: 0, entries };
+                    view.put_turn(s, t, &turn_record(), forward, PendingRow::Logged)?;
+                }
+                let blocks: Vec<NewBlock> = order.iter().map(|&b| block(b)).collect();
+                let mut postings = Vec::new();
+                for (i, b) in (0u32..).zip(order) {
+                    let hashes = turns.iter().find(|t| (t.0, t.1) == *b).map_or(&[][..], |t| t.2);
+                    let hashes = hashes.iter().copied().chain(extra.filter(|_| i == 0));
+                    postings.push(hashes.map(|hash| (hash, 1, 0)).collect::<Vec<_>>());
+                }
+                if swapped {
+                    postings.swap(1, 2);
+                }
+                let slices: Vec<&[(u64, u32, u32)]> = postings.iter().map(|p| &p[..]).collect();
+                let grouped = Grouped::by_anchor(&slices);
+                view.fold_grouped(&grouped, &blocks, FoldTarget::Postings)
+            })
+        };
+        // Refused: a session's turns apart or out of order, a turn missing, an anchor added,
+        // two turns' anchors exchanged (each anchor's count unchanged).
+        assert!(fold(&[(0, 0), (1, 0), (0, 1)], None, false).is_err());
+        assert!(fold(&[(0, 1), (0, 0), (1, 0)], None, false).is_err());
+        assert!(fold(&[(0, 0), (0, 1)], None, false).is_err());
+        assert!(fold(&[(0, 0), (0, 1), (1, 0)], Some(7), false).is_err());
+        assert!(fold(&[(0, 0), (0, 1), (1, 0)], None, true).is_err());
+        assert_eq!(store.read()?.counts()?.turns, 0, "a refused fold writes nothing");
+        // Sessions in either order are fine.
+        fold(&[(1, 0), (0, 0), (0, 1)], None, false)?;
+        let view = store.read()?;
+        assert!(view.pending().is_empty());
+        let mut six = Vec::new();
+        view.session_postings(6, 0, |p| six.push(p.turn))?;
+        assert_eq!(six, [0, 1]);
+        let mut five = Vec::new();
+        view.session_postings(5, 1, |p| five.push(p.turn))?;
+        assert_eq!((five, view.df(5)?, view.df(6)?), (vec![0], 2, 2));
+        Ok(())
+    }
+}

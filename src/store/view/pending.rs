@@ -1,0 +1,111 @@
+//! The pending (not yet folded) turns of a view, decoded in memory once per view.
+
+use super::*;
+
+/// The pending (not yet folded) turns, decoded once per view.
+#[derive(Debug, Default)]
+pub struct PendingBlocks {
+    /// `(block key, anchors)` in block-key order.
+    pub(super) blocks: Vec<(u64, ForwardRecord)>,
+    /// Pending turns per anchor, while every block was counted in (see
+    /// [`add_uncounted`](Self::add_uncounted)).
+    pub(super) df: IdentityHashMap<u64, u32>,
+    /// Set once a block was added without counting: `df` is empty and unused from then on.
+    pub(super) uncounted: bool,
+    pub(super) len_user: u64,
+    pub(super) len_assistant: u64,
+    pub(super) postings: u64,
+}
+
+impl PendingBlocks {
+    pub(super) fn add(&mut self, key: u64, forward: ForwardRecord) {
+        if !self.uncounted {
+            for &(hash, _, _) in &forward.entries {
+                *self.df.entry(hash).or_default() += 1;
+            }
+        }
+        self.insert(key, forward);
+    }
+
+    /// [`add`](Self::add) without counting the turn per anchor: a bulk writer counts its batch
+    /// itself as it groups it (`Grouped::counting`), and a hash map update per posting was about
+    /// a twentieth of its thread's time (`perf`, 400k turns). Frequencies of pending turns are
+    /// counted from the blocks from then on, which only a caller other than the gate pays for.
+    pub(super) fn add_uncounted(&mut self, key: u64, forward: ForwardRecord) {
+        if !self.uncounted {
+            self.uncounted = true;
+            self.df = IdentityHashMap::default();
+        }
+        self.insert(key, forward);
+    }
+
+    pub(super) fn insert(&mut self, key: u64, forward: ForwardRecord) {
+        self.len_user += u64::from(forward.len_user);
+        self.len_assistant += u64::from(forward.len_assistant);
+        self.postings += forward.entries.len() as u64;
+        if self.blocks.last().is_none_or(|(last, _)| *last < key) {
+            self.blocks.push((key, forward));
+        } else {
+            let at = self.blocks.partition_point(|(k, _)| *k < key);
+            self.blocks.insert(at, (key, forward));
+        }
+    }
+
+    /// Pending turns with the anchor `hash`.
+    pub(super) fn df(&self, hash: u64) -> u64 {
+        if self.uncounted {
+            self.blocks.iter().filter(|(_, f)| f.get(hash).is_some()).count() as u64
+        } else {
+            self.df.get(&hash).copied().map_or(0, u64::from)
+        }
+    }
+
+    /// The distinct anchors of the pending turns.
+    pub(super) fn anchors(&self) -> Vec<u64> {
+        if self.uncounted {
+            let mut hashes: Vec<u64> =
+                self.blocks.iter().flat_map(|(_, f)| f.entries.iter().map(|e| e.0)).collect();
+            hashes.sort_unstable();
+            hashes.dedup();
+            hashes
+        } else {
+            self.df.keys().copied().collect()
+        }
+    }
+
+    /// Number of pending turns.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// True if every turn is folded.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// The pending turns of `session`, in turn order.
+    pub fn of_session(&self, session: u32) -> impl Iterator<Item = (u32, &ForwardRecord)> {
+        let start = self.blocks.partition_point(|(k, _)| *k < block_key(session, 0));
+        self.blocks[start..]
+            .iter()
+            .map(|(k, f)| (split_block_key(*k), f))
+            .take_while(move |((s, _), _)| *s == session)
+            .map(|((_, t), f)| (t, f))
+    }
+
+    /// The anchors of one pending turn.
+    pub fn get(&self, session: u32, turn: u32) -> Option<&ForwardRecord> {
+        let key = block_key(session, turn);
+        self.blocks.binary_search_by_key(&key, |(k, _)| *k).ok().map(|i| &self.blocks[i].1)
+    }
+}
+
+impl PendingBlocks {
+    /// Every pending turn as `(session, turn, anchors)`, in block-key order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u32, &ForwardRecord)> {
+        self.blocks.iter().map(|(k, f)| {
+            let (s, t) = split_block_key(*k);
+            (s, t, f)
+        })
+    }
+}

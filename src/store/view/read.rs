@@ -1,0 +1,146 @@
+//! Lookups in a view: statistics, sessions, turns and posting lists.
+
+use super::*;
+
+impl<S: Source> View<S> {
+    /// N and average side lengths over the whole index (folded + pending).
+    pub fn corpus_stats(&self) -> CorpusStats {
+        let blocks = self.meta.folded_blocks + self.pending.blocks.len() as u64;
+        let avg = |folded: u64, pending: u64| {
+            if blocks == 0 { 0.0 } else { (folded + pending) as f64 / blocks as f64 }
+        };
+        CorpusStats {
+            blocks,
+            avg_len_user: avg(self.meta.folded_len_user, self.pending.len_user),
+            avg_len_assistant: avg(self.meta.folded_len_assistant, self.pending.len_assistant),
+        }
+    }
+
+    /// Document frequency of an anchor over the whole index.
+    pub fn df(&self, hash: u64) -> Result<u64, Error> {
+        Ok(self.folded_df(hash)? + self.pending.df(hash))
+    }
+
+    /// Document frequency of an anchor over the folded blocks.
+    pub(crate) fn folded_df(&self, hash: u64) -> Result<u64, Error> {
+        if let Some(df) = self.df_cache.lock().ok().and_then(|cache| cache.get(&hash).copied()) {
+            return Ok(df);
+        }
+        let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+        if let Ok(mut cache) = self.df_cache.lock() {
+            cache.insert(hash, df);
+        }
+        Ok(df)
+    }
+
+    /// What the index holds.
+    pub fn counts(&self) -> Result<Counts, Error> {
+        let mut new_anchors = 0u64;
+        for hash in self.pending.anchors() {
+            if self.tables.terms.get(hash)?.is_none() {
+                new_anchors += 1;
+            }
+        }
+        Ok(Counts {
+            sessions: self.tables.sessions.len()?,
+            turns: self.tables.turns.len()? + self.unlogged.len() as u64,
+            anchors: self.tables.terms.len()? + new_anchors,
+            postings: self.meta.folded_postings + self.pending.postings,
+            pending: self.pending.blocks.len() as u64,
+        })
+    }
+
+    /// Rows of the tables a whole-index job walks, as totals for its progress. redb keeps
+    /// each table's length in its header, so no row is read.
+    pub(crate) fn row_counts(&self) -> Result<RowCounts, Error> {
+        Ok(RowCounts {
+            turns: self.tables.turns.len()? + self.unlogged.len() as u64,
+            chunks: self.tables.postings.len()?,
+            terms: self.tables.terms.len()?,
+            evidence: self.tables.evidence.len()?,
+        })
+    }
+
+    /// Looks a session up by name.
+    pub fn session_by_name(&self, name: &str) -> Result<Option<(u32, SessionRecord)>, Error> {
+        let Some(id) = self.tables.names.get(name)?.map(|g| g.value()) else {
+            return Ok(None);
+        };
+        let record = self
+            .session_record(id)?
+            .ok_or_else(|| Error::Corrupt { what: format!("session {name:?} (id {id}) has no record") })?;
+        Ok(Some((id, record)))
+    }
+
+    /// The record of session `id`, if there is one.
+    pub fn session_record(&self, id: u32) -> Result<Option<SessionRecord>, Error> {
+        self.tables
+            .sessions
+            .get(id)?
+            .map(|g| postcard::from_bytes(g.value()).map_err(|e| corrupt(format!("session {id}"), e)))
+            .transpose()
+    }
+
+    /// Every session, in id (creation) order.
+    pub fn sessions(&self) -> Result<Vec<(u32, SessionRecord)>, Error> {
+        let mut out = Vec::new();
+        for entry in self.tables.sessions.iter()? {
+            let (key, value) = entry?;
+            let id = key.value();
+            let record =
+                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?;
+            out.push((id, record));
+        }
+        Ok(out)
+    }
+
+    /// A turn's text and gate record.
+    pub fn turn_record(&self, session: u32, turn: u32) -> Result<Option<TurnRecord>, Error> {
+        let key = block_key(session, turn);
+        let decode = |bytes: &[u8]| {
+            postcard::from_bytes(bytes).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
+        };
+        if let Some(row) = self.unlogged.get(&key) {
+            return decode(row).map(Some);
+        }
+        self.tables.turns.get(key)?.map(|g| decode(g.value())).transpose()
+    }
+
+    /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
+    pub fn session_postings(
+        &self,
+        hash: u64,
+        session: u32,
+        mut emit: impl FnMut(Posting),
+    ) -> Result<(), Error> {
+        let range = keys::list_range(hash, session);
+        for entry in self.tables.postings.range(range)? {
+            let (key, value) = entry?;
+            postings::decode(value.value(), &mut emit).map_err(|e| {
+                corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
+            })?;
+        }
+        Ok(())
+    }
+    /// A cursor over the anchor's folded postings in every session, in block-key order (pending
+    /// turns are in [`View::pending`]).
+    pub fn anchor_cursor(&self, hash: u64) -> Result<PostingCursor<'_>, Error> {
+        let range = keys::anchor_range(hash);
+        PostingCursor::new(self.tables.postings.range(range)?)
+    }
+
+    /// Calls `emit(session, posting)` for every folded posting of the anchor, in every
+    /// session, in session then turn order: one range scan, since posting keys lead with the
+    /// anchor (pending turns are in [`View::pending`]).
+    pub fn anchor_postings(&self, hash: u64, mut emit: impl FnMut(u32, Posting)) -> Result<(), Error> {
+        let range = keys::anchor_range(hash);
+        for entry in self.tables.postings.range(range)? {
+            let (key, value) = entry?;
+            let (_, session, _) = keys::split_posting_key(key.value());
+            postings::decode(value.value(), |p| emit(session, p)).map_err(|e| {
+                corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
+            })?;
+        }
+        Ok(())
+    }
+}

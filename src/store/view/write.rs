@@ -1,0 +1,308 @@
+//! Writes in a write view: sessions, turns and the fold of their postings into the lists (or
+//! into a run of an import).
+
+use super::*;
+
+impl View<WriteSource<'_>> {
+    /// Creates a session with no turns.
+    pub fn create_session(&mut self, name: &str) -> Result<(u32, SessionRecord), Error> {
+        let id = self.meta.next_session_id;
+        self.meta.next_session_id =
+            id.checked_add(1).ok_or_else(|| Error::Corrupt { what: "session ids exhausted".into() })?;
+        self.meta_dirty = true;
+        let record = SessionRecord::new(name);
+        self.tables.names.insert(name, id)?;
+        self.put_session(id, &record)?;
+        Ok((id, record))
+    }
+
+    /// Stores a session record.
+    pub fn put_session(&mut self, id: u32, record: &SessionRecord) -> Result<(), Error> {
+        let bytes = postcard::to_allocvec(record).map_err(|e| corrupt(format!("session {id}"), e))?;
+        self.tables.sessions.insert(id, bytes.as_slice())?;
+        Ok(())
+    }
+
+    /// Stores a new turn; its anchors wait for the fold where `row` says.
+    pub fn put_turn(
+        &mut self,
+        session: u32,
+        turn: u32,
+        record: &TurnRecord,
+        forward: ForwardRecord,
+        row: PendingRow,
+    ) -> Result<(), Error> {
+        let key = block_key(session, turn);
+        match row {
+            PendingRow::Logged => {
+                let anchors = postcard::to_allocvec(&forward)
+                    .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+                self.tables.pending.insert(key, anchors.as_slice())?;
+                self.tables.turns.insert(key, encode_turn(session, turn, record)?.as_slice())?;
+                self.pending.add(key, forward);
+            }
+            PendingRow::FoldInTransaction => {
+                // A turn stored before makes the fold's insert fail; one put twice fails here.
+                if self.unlogged.insert(key, encode_turn(session, turn, record)?).is_some() {
+                    return Err(corrupt(format!("turn {session}:{turn}"), "put twice"));
+                }
+                self.pending.add_uncounted(key, forward);
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds pending turns into postings once [`FOLD_BATCH`] of them are waiting.
+    pub fn fold_if_due(&mut self) -> Result<(), Error> {
+        if self.pending.blocks.len() >= FOLD_BATCH { self.fold() } else { Ok(()) }
+    }
+
+    /// Folds every pending turn into the posting chunks and document frequencies.
+    pub fn fold(&mut self) -> Result<(), Error> {
+        if self.pending.blocks.is_empty() {
+            return Ok(());
+        }
+        // Pending turns are in block-key order: each session's blocks are consecutive.
+        let blocks: Vec<NewBlock> = (self.pending.blocks.iter())
+            .map(|(key, f)| NewBlock { key: *key, len_user: f.len_user, len_assistant: f.len_assistant })
+            .collect();
+        let entries: Vec<&[(u64, u32, u32)]> =
+            self.pending.blocks.iter().map(|(_, f)| &f.entries[..]).collect();
+        let grouped = Grouped::by_anchor(&entries);
+        self.fold_grouped(&grouped, &blocks, FoldTarget::Postings)
+    }
+
+    /// Where the run of this transaction's bulk batch goes (see [`NextRun::write`]); once per
+    /// transaction.
+    pub fn next_run(&mut self) -> Result<NextRun, Error> {
+        if self.run_taken.is_some() {
+            return Err(corrupt("posting runs", "a second run taken in one transaction"));
+        }
+        let (run, offset) = run_file::next_run(&self.tables.runs)?;
+        self.run_taken = Some(run);
+        Ok(NextRun { run, path: run_file::path_of(&self.path), offset })
+    }
+
+    /// Folds every pending turn, given their postings already grouped (a bulk writer groups a
+    /// batch on the rayon pool while the previous one is written), into `target`. `blocks` must
+    /// be exactly the pending turns, each session's consecutive and in turn order, and `grouped`
+    /// exactly their anchors: both are checked, since a mismatch would write wrong postings.
+    ///
+    /// Into the lists, each list's tail chunk is read and rewritten once, anchor by anchor in
+    /// key order. Into a run ([`FoldTarget::Run`], written from the same `grouped` and `blocks`
+    /// by [`NextRun::write`]), the run is recorded instead: its postings stay out of reach of
+    /// readers until [`super::Store::merge_runs`].
+    pub fn fold_grouped(
+        &mut self,
+        grouped: &Grouped,
+        blocks: &[NewBlock],
+        target: FoldTarget,
+    ) -> Result<(), Error> {
+        let pending = std::mem::take(&mut self.pending);
+        check_fold_input(&pending, grouped, blocks)?;
+        let unlogged = std::mem::take(&mut self.unlogged);
+        sorted::insert_new(&mut self.tables.turns, unlogged.iter().map(|(key, row)| (*key, row.as_slice())))?;
+        drop(unlogged);
+        if pending.blocks.is_empty() {
+            return Ok(());
+        }
+        let lists = match target {
+            FoldTarget::Postings => {
+                // Its lists would go before postings of earlier turns that wait in a run.
+                self.refuse_while_runs_wait()?;
+                self.fold_into_lists(&pending, grouped, blocks)?
+            }
+            FoldTarget::Run(run) => {
+                if self.run_taken.take() != Some(run.run) {
+                    return Err(corrupt("posting runs", "a run not taken in this transaction"));
+                }
+                if (run.anchors, run.postings) != (grouped.anchors(), grouped.len()) {
+                    return Err(corrupt("posting runs", "a run written from other postings"));
+                }
+                self.tables.runs.insert(run.run, run.span.to_row())?;
+                run.lists
+            }
+        };
+        // Document frequency: one update per anchor. One this view has not read yet is read
+        // by the insert that stores it: a new anchor (most of a growing vocabulary) costs one
+        // descent of `terms` instead of a lookup and an insert.
+        let read = std::mem::take(self.df_cache.get_mut().unwrap_or_else(PoisonError::into_inner));
+        let mut new_df = IdentityHashMap::default();
+        new_df.reserve(grouped.anchors());
+        for (hash, group) in grouped.groups() {
+            let added = group.len() as u64;
+            let folded = match read.get(&hash) {
+                Some(&folded) => Some(folded),
+                None => self.tables.terms.insert(hash, added)?.map(|stored| stored.value()),
+            };
+            let df = match folded {
+                Some(folded) => {
+                    self.tables.terms.insert(hash, folded + added)?;
+                    folded + added
+                }
+                None => added,
+            };
+            new_df.insert(hash, df);
+        }
+        // Only the folded anchors' frequencies changed; keeping just them bounds the cache
+        // by one fold while the next batch of an import, which shares most of its anchors
+        // with this one, finds them.
+        *self.df_cache.get_mut().unwrap_or_else(PoisonError::into_inner) = new_df;
+        self.tables.pending.retain(|_, _| false)?;
+        self.meta.folded_blocks += pending.blocks.len() as u64;
+        self.meta.folded_len_user += pending.len_user;
+        self.meta.folded_len_assistant += pending.len_assistant;
+        self.meta.folded_postings += pending.postings;
+        self.meta_dirty = true;
+        let into = match target {
+            FoldTarget::Postings => "the lists".to_string(),
+            FoldTarget::Run(run) => format!("run {}", run.run),
+        };
+        log::debug!("folded {} turns into {lists} posting lists ({into})", pending.blocks.len());
+        Ok(())
+    }
+
+    /// Appends the postings of `grouped` to their lists; returns the number of lists.
+    pub(super) fn fold_into_lists(
+        &mut self,
+        pending: &PendingBlocks,
+        grouped: &Grouped,
+        blocks: &[NewBlock],
+    ) -> Result<usize, Error> {
+        // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
+        // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
+        let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
+        let table = &mut self.tables.postings;
+        let mut list = Vec::new();
+        let mut lists = 0;
+        for (hash, group) in grouped.groups() {
+            lists += for_each_list(group, blocks, &mut list, |session, list| {
+                let mut writer = if fresh.binary_search(&session).is_ok() {
+                    ListWriter::new(hash, session)
+                } else {
+                    ListWriter::continuing(table, hash, session)?
+                };
+                for posting in list {
+                    writer.push(table, posting)?;
+                }
+                writer.finish(table)
+            })?;
+        }
+        Ok(lists)
+    }
+
+    /// Runs wait only inside an import, or after a merge that failed in a process still
+    /// running (the next open merges them): the lists are not whole until then.
+    pub(super) fn refuse_while_runs_wait(&self) -> Result<(), Error> {
+        if self.tables.runs.is_empty()? {
+            Ok(())
+        } else {
+            Err(corrupt("posting runs", "an import's runs are not merged yet; open the index again"))
+        }
+    }
+
+    /// Finishes a write view before its commit: folds the turns stored without a `pending` row
+    /// ([`PendingRow::FoldInTransaction`]), then stores `meta` if it changed.
+    pub(in crate::store) fn save_meta(&mut self) -> Result<(), Error> {
+        if !self.unlogged.is_empty() {
+            self.fold()?;
+        }
+        if !self.meta_dirty {
+            return Ok(());
+        }
+        let bytes = postcard::to_allocvec(&self.meta).map_err(|e| corrupt("meta", e))?;
+        self.tables.meta.insert(META_KEY, bytes.as_slice())?;
+        Ok(())
+    }
+}
+
+/// Where a new turn's anchors wait until they are folded ([`View::put_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingRow {
+    /// A `pending` row, folded by a later transaction (at the latest once [`FOLD_BATCH`] wait).
+    Logged,
+    /// Memory only: this transaction folds them into the postings before it commits (at the
+    /// latest when `Store::write` finishes the view). For bulk writers, which fold at the end of
+    /// every batch anyway: the row would be written and deleted in the same transaction. The
+    /// `turns` row waits for the fold too, which stores a batch's rows in key order
+    /// (`super::sorted`). Readers see exactly what a logged row and a fold give.
+    FoldInTransaction,
+}
+
+/// Where a fold writes the postings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FoldTarget {
+    /// The posting lists readers see.
+    Postings,
+    /// A run of an import, written to the run file.
+    Run(WrittenRun),
+}
+
+/// A turn's `turns` row.
+pub(super) fn encode_turn(session: u32, turn: u32, record: &TurnRecord) -> Result<Vec<u8>, Error> {
+    // One allocation: the texts and a little framing.
+    let capacity = record.user.len() + record.assistant.len() + 64;
+    postcard::to_extend(record, Vec::with_capacity(capacity))
+        .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
+}
+
+/// Checks what [`View::fold_grouped`] is given against the pending turns: the same blocks,
+/// each session's consecutive and in turn order, and the same postings per anchor.
+pub(super) fn check_fold_input(
+    pending: &PendingBlocks,
+    grouped: &Grouped,
+    blocks: &[NewBlock],
+) -> Result<(), Error> {
+    let wrong = |what: &str| Err(corrupt("fold input", what.to_string()));
+    if blocks.len() != pending.blocks.len() || grouped.len() as u64 != pending.postings {
+        return wrong("not the pending turns");
+    }
+    let mut keys: Vec<u64> = blocks.iter().map(|b| b.key).collect();
+    keys.sort_unstable();
+    if !keys.iter().eq(pending.blocks.iter().map(|(k, _)| k)) {
+        return wrong("not the pending turns");
+    }
+    let mut finished: Vec<u32> = Vec::new();
+    for pair in blocks.windows(2) {
+        let ((s0, t0), (s1, t1)) = (split_block_key(pair[0].key), split_block_key(pair[1].key));
+        if s0 == s1 && t1 <= t0 {
+            return wrong("a session's turns out of order");
+        }
+        if s0 != s1 {
+            finished.push(s0);
+        }
+    }
+    finished.sort_unstable();
+    if finished.windows(2).any(|w| w[0] == w[1])
+        || blocks.last().is_some_and(|b| finished.binary_search(&split_block_key(b.key).0).is_ok())
+    {
+        return wrong("a session's turns not consecutive");
+    }
+    // Each block's postings against its turn's anchors, by a sum of their hashes: a posting
+    // given to the wrong block, or of an anchor the turn does not have, changes two sums.
+    let mut sums = vec![0u64; blocks.len()];
+    for (hash, group) in grouped.groups() {
+        for posting in group {
+            let Some(sum) = sums.get_mut(posting.block as usize) else {
+                return wrong("a posting of no block");
+            };
+            *sum = sum.wrapping_add(hash);
+        }
+    }
+    for (block, sum) in blocks.iter().zip(&sums) {
+        let forward =
+            pending.blocks.binary_search_by_key(&block.key, |(k, _)| *k).map(|i| &pending.blocks[i].1);
+        let expected = forward.map_or(0, |f| f.entries.iter().fold(0u64, |s, e| s.wrapping_add(e.0)));
+        if *sum != expected {
+            return wrong("postings not the pending anchors");
+        }
+    }
+    Ok(())
+}
+
+/// Counts the postings of a chunk (decoding it all: the count must match the body).
+pub(crate) fn chunk_len(chunk: &[u8]) -> Result<u64, postings::CorruptChunk> {
+    let mut n = 0u64;
+    postings::decode(chunk, |_| n += 1)?;
+    Ok(n)
+}
