@@ -167,6 +167,15 @@ impl std::fmt::Display for ErrorKind {
     }
 }
 
+impl Error {
+    /// An internal invariant that does not hold: a bug in ctxgate, not a problem of the
+    /// caller's input or of the file.
+    #[track_caller]
+    pub(crate) fn bug(message: impl Into<String>) -> Self {
+        Error::Internal { message: message.into(), location: std::panic::Location::caller().to_string() }
+    }
+}
+
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

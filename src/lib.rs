@@ -32,27 +32,30 @@
 //!
 //! The algorithm's modules and the index (`anchor`, `gate`, `search`, `store`, `text`) are
 //! public only with the `internals` feature, for this repository's benches, tools and tests.
-//! `docs/ARCHITECTURE.md` maps them; `docs/DESIGN.md` is the specification.
+//! `docs/ARCHITECTURE.md` maps them; `docs/DESIGN.md` is the specification (the `DESIGN §N`
+//! of code comments).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used, clippy::dbg_macro, clippy::print_stdout, clippy::print_stderr)]
 
-#[cfg(feature = "internals")]
-pub mod anchor;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
-mod anchor;
 mod error;
+/// Modules public only with the `internals` feature (for this repository's benches, tools and
+/// tests); without it some of their items are used only there.
+macro_rules! internal_modules {
+    ($($name:ident),*) => {$(
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        #[cfg(not(feature = "internals"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+internal_modules!(anchor, gate, search, store, text);
 pub mod evidence;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-#[cfg(feature = "internals")]
-pub mod gate;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
-mod gate;
 mod gatekeeper;
 mod history;
 mod idf;
@@ -63,25 +66,11 @@ mod prompt;
 mod prune;
 mod query;
 mod recall;
-#[cfg(feature = "internals")]
-pub mod search;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
-mod search;
 mod segment;
 mod select;
+#[cfg(feature = "server")]
 pub mod server;
 mod session;
-#[cfg(feature = "internals")]
-pub mod store;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
-mod store;
-#[cfg(feature = "internals")]
-pub mod text;
-#[cfg(not(feature = "internals"))]
-#[allow(dead_code, unused_imports)] // parts used only by the tools and tests
-mod text;
 pub mod tokens;
 mod types;
 mod write;

@@ -27,7 +27,8 @@ pub const MAX_HEAD_BYTES: usize = 2048;
 
 /// The envelope of DESIGN §4. Empty lists and maps are left out when it is serialized (every
 /// key costs the context tokens) and read back as empty.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Projection {
     /// The spec's schema version, or [`DEFAULT_SCHEMA_VERSION`].
     pub schema_version: String,
@@ -60,7 +61,8 @@ pub struct Projection {
 }
 
 /// A part of the document left out of the context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Omitted {
     /// The part's JSON pointer (JSON and binary documents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,7 +83,8 @@ pub struct Omitted {
 }
 
 /// A field the spec names that the document does not give.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Unknown {
     /// The field.
     pub pointer: String,
@@ -93,7 +96,8 @@ pub struct Unknown {
 }
 
 /// A decision the evidence does not support.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Blocked {
     /// The decision.
     pub decision: String,

@@ -1,4 +1,4 @@
-//! ChatGPT data export `conversations.json` (LOG_FORMATS §4.1): a JSON array of conversations,
+//! ChatGPT data export `conversations.json` (DESIGN §8.1): a JSON array of conversations,
 //! each a `mapping` tree of nodes `{id, message|null, parent, children}`.
 //!
 //! Only the active branch is read: `current_node` walked back through `parent` (regenerated

@@ -1,4 +1,4 @@
-//! Claude.ai data export `conversations.json` (LOG_FORMATS §4.2): a JSON array of
+//! Claude.ai data export `conversations.json` (DESIGN §8.2): a JSON array of
 //! `{uuid, name, created_at, chat_messages[]}`, each message `{sender: "human"|"assistant",
 //! text, content[], created_at, attachments[], files[]}`.
 //!

@@ -1,4 +1,4 @@
-//! Claude Code session JSONL (LOG_FORMATS §4.3): one record per line, `{type, uuid,
+//! Claude Code session JSONL (DESIGN §8.3): one record per line, `{type, uuid,
 //! parentUuid, sessionId, timestamp, isSidechain, message: {role, content}}`.
 //!
 //! Only `user` and `assistant` records carry turns; `system`, `summary`, `progress`,

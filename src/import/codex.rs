@@ -1,4 +1,4 @@
-//! Codex CLI rollout JSONL (LOG_FORMATS §4.4): one `{"timestamp", "type", "payload"}` per line.
+//! Codex CLI rollout JSONL (DESIGN §8.4): one `{"timestamp", "type", "payload"}` per line.
 //!
 //! The session is `session_meta.payload.id` (the file's name without extension if the file has
 //! none). `response_item` messages (`user`/`assistant`, parts `input_text`/`output_text`) are

@@ -32,7 +32,8 @@ use turns::ParsedFile;
 
 /// A conversation-log format. (De)serialized as the name `--format` takes ([`Format::name`]);
 /// the server takes it as a tool argument, with this enum's JSON Schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// Detect per file.

@@ -1,4 +1,4 @@
-//! OpenAI chat "messages" (LOG_FORMATS §4.5): one conversation per line,
+//! OpenAI chat "messages" (DESIGN §8.5): one conversation per line,
 //! `{"messages": [{role, content, name?}], "tools"?}`, or a Batch API request line
 //! `{custom_id, method, url, body: {model, messages}}`. A JSON array of the same objects is read
 //! too.

@@ -1,4 +1,4 @@
-//! ShareGPT (LOG_FORMATS §4.6): `{"id"?, "conversations": [{"from", "value"}], "system"?,
+//! ShareGPT (DESIGN §8.6): `{"id"?, "conversations": [{"from", "value"}], "system"?,
 //! "tools"?}`, as a JSON array or one object per line.
 //!
 //! `from`: `human`/`user` is the user; `gpt`/`assistant`/`chatgpt`/`bing`/`bard`/`model` the

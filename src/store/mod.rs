@@ -25,7 +25,7 @@
 //! Adding a turn writes its `turns` and `pending` rows and the session row: three small rows,
 //! one durable commit, whatever the size of the index. Rewriting the ~100 posting
 //! lists and document frequencies a turn touches would copy ~100 pages per commit (4–8 ms,
-//! REDB_NOTES §1). Instead, when [`FOLD_BATCH`] turns are pending, one transaction folds them
+//! DESIGN §6.8). Instead, when [`FOLD_BATCH`] turns are pending, one transaction folds them
 //! into the posting chunks and `terms`, rewriting each list's tail chunk once per batch.
 //! Readers combine both: document frequencies and N are folded + pending, and recall scores the
 //! pending turns of a session from their `pending` rows, which the fold deletes (a folded turn's

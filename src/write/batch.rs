@@ -228,10 +228,9 @@ impl Writer<'_> {
                 let (turn_id, turn_spent) =
                     turn::append_turn(view, *id, record, turn, Postings::FoldInTransaction(&earlier))?;
                 if blocks.get(rank as usize).is_none_or(|block| block.key != block_key(*id, turn_id)) {
-                    return Err(crate::store::Error::Corrupt {
-                        what: format!("turn {turn_id} of session {id} took another id than its postings"),
-                    }
-                    .into());
+                    return Err(crate::Error::bug(format!(
+                        "turn {turn_id} of session {id} took another id than its postings"
+                    )));
                 }
                 spent.push(turn_spent);
             }

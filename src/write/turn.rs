@@ -87,10 +87,7 @@ pub fn append_turn(
         }
         Postings::FoldInTransaction(earlier) => {
             if earlier.gate_anchors.len() != anchors.len() {
-                return Err(Error::InvalidInput {
-                    what: "batch",
-                    reason: "counts of another turn's anchors".into(),
-                });
+                return Err(Error::bug("a turn of a batch was given the counts of another turn's anchors"));
             }
             // The gate asks for its anchors' frequencies in their order, then maybe for its
             // fallback anchor's: the counts are read in step, without a search of the turn's
