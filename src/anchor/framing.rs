@@ -1,7 +1,8 @@
 //! Framing words: how a question is asked, not what it is about.
 //!
 //! `problem`, `suggest`, `better way`, `请问一下`, `怎么解决` appear in questions on every topic.
-//! They stay anchors (recall scores them and the gate sees them), but they never admit a block
+//! They stay anchors (stored with their postings, seen by the gate), but a query's framing words
+//! are not scored by its recall (`pipeline` leaves their lists unread), never admit a block
 //! to a selection, never count toward its coverage, and are never content words (DESIGN §3.3):
 //! a turn that shares only its phrasing with the query is not evidence for it. In a long-lived
 //! index IDF learns which words are common; these lists are what a young index cannot learn

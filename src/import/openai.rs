@@ -7,7 +7,7 @@
 //! parts are not text). System and developer messages are dropped. An assistant's `tool_calls`
 //! (and the legacy `function_call`) are tool calls; `role: "tool"` replies are their results,
 //! joined by `tool_call_id` (legacy `role: "function"` replies by order). The session is the
-//! record's `id` or `custom_id`, else `<file stem>#<n>` (`n`: the line in JSONL, the element's
+//! record's `id` or `custom_id`, else `<file name>#<n>` (`n`: the line in JSONL, the element's
 //! position in an array).
 
 use super::error::Error;

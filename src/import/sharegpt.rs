@@ -4,7 +4,7 @@
 //! `from`: `human`/`user` is the user; `gpt`/`assistant`/`chatgpt`/`bing`/`bard`/`model` the
 //! assistant; `system` (and the top-level `system`) is dropped; `function_call` is a tool call
 //! whose `value` is the call's JSON (`{name, arguments}`, or an array of them); `observation`
-//! (or `tool`) is its result. The session is the record's `id`, else `<file stem>#<n>` (`n`: the
+//! (or `tool`) is its result. The session is the record's `id`, else `<file name>#<n>` (`n`: the
 //! line in JSONL, the element's position in an array).
 
 use super::error::Error;
