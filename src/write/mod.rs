@@ -257,7 +257,6 @@ fn plan(
     let mut plans: Vec<Plan> = Vec::new();
     for conversation in conversations {
         let name = session.map_or(conversation.key, str::to_string);
-        gatekeeper.session(&name)?; // validates the name
         match plans.iter_mut().find(|p| p.session == name) {
             Some(p) => p.turns.extend(conversation.turns),
             None => plans.push(Plan {
@@ -276,7 +275,6 @@ fn plan(
             plan.turns.pop();
             plan.held_back = 1;
         }
-        let offset = offsets.get(&plan.session).copied().unwrap_or(0);
         let mut continuation = Continuation::new(gatekeeper, &view, offsets, &plan.session)?;
         for turn in &plan.turns {
             continuation.observe(&view, path, &turn.user, &turn.assistant)?;
@@ -287,7 +285,7 @@ fn plan(
         }
         let existing = continuation.existing();
         plan.existing = existing as u64;
-        plan.tool_outputs = tool_evidence::outputs_of(&plan.session, offset as u32, &plan.turns);
+        plan.tool_outputs = tool_evidence::outputs_of(&plan.session, continuation.offset(), &plan.turns);
         continuation.advance(offsets);
         plan.turns.drain(..existing);
     }

@@ -78,6 +78,11 @@ impl Continuation {
         Ok(())
     }
 
+    /// The turn id the file's first turn of the session has.
+    pub fn offset(&self) -> u32 {
+        self.offset as u32
+    }
+
     /// Turns of the file seen so far.
     pub fn seen(&self) -> usize {
         self.seen
