@@ -59,6 +59,7 @@ impl Default for Options {
 
 /// A session's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct SessionInfo {
     /// Name.
     pub name: String,

@@ -16,6 +16,7 @@ pub const MAX_QUERY_ANCHORS: usize = 64;
 
 /// One anchor of a query.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct QueryAnchor {
     /// The anchor text.
     pub text: String,

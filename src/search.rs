@@ -61,12 +61,14 @@ pub fn search<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<Fou
 
 /// A turn [`Gatekeeper::search`](crate::Gatekeeper::search) found, ready to show.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct SearchHit {
     /// The session's name.
     pub session: String,
     /// The turn's id within the session.
     pub turn_id: u32,
-    /// The score (module doc).
+    /// 1.5 x user-side BM25 + 0.7 x assistant-side BM25 (each normalized to [0, 1]), + 1 when
+    /// the turn holds every scored query term (framing words such as "how" are not scored).
     pub score: f64,
     /// The query anchors the turn contains.
     pub matched_anchors: Vec<String>,

@@ -441,7 +441,8 @@ async fn the_server_reports_a_damaged_file_and_keeps_serving()
     for attempt in 0..2 {
         let result = client.call_tool(list()).await?;
         assert_eq!(result.is_error, Some(true), "attempt {attempt}: {result:?}");
-        let content = result.structured_content.ok_or("no structured error")?;
+        let text = result.content.first().and_then(|c| c.as_text()).ok_or("no error text")?;
+        let content: serde_json::Value = serde_json::from_str(&text.text)?;
         assert_eq!(content["error"]["kind"], "damaged", "attempt {attempt}: {content}");
         let message = content["error"]["message"].as_str().unwrap_or_default();
         assert!(

@@ -49,7 +49,11 @@ async fn error_kind(client: &Client, tool: &str, arguments: Value) -> TestResult
     if result.is_error != Some(true) {
         return Err(format!("{tool} should have failed: {:?}", result.structured_content).into());
     }
-    let content = result.structured_content.ok_or("no structured error")?;
+    // An error result carries the CLI's JSON error document as text, and no structured content
+    // (clients validate that against the output schema, which describes results).
+    assert_eq!(result.structured_content, None, "{tool}: an error result has no structured content");
+    let text = result.content.first().and_then(|c| c.as_text()).ok_or("no error text")?;
+    let content: Value = serde_json::from_str(&text.text)?;
     let message = content["error"]["message"].as_str().unwrap_or_default();
     assert!(!message.is_empty(), "an error needs a message: {content}");
     Ok(content["error"]["kind"].as_str().ok_or("no error kind")?.to_string())

@@ -341,6 +341,9 @@ async fn every_tool_declares_an_output_schema_and_its_results_conform() -> McpRe
         let required: Vec<&str> =
             schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         assert!(required.contains(&"schema_version"), "{}: {schema}", tool.name);
+        for schema in [&schema, &Value::Object(tool.input_schema.as_ref().clone())] {
+            common::mcp::assert_portable(schema, &tool.name)?;
+        }
         let (_, arguments) = calls.iter().find(|(name, _)| *name == tool.name).ok_or("no call for a tool")?;
         let result = call(&client, &tool.name, arguments.clone()).await?;
         assert_ne!(result.is_error, Some(true), "{}: {result:?}", tool.name);

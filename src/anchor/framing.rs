@@ -43,8 +43,8 @@ pub const ENGLISH: &[&str] = &[
 /// Chinese framing words, particles and deictics, and the verbs of technical questions
 /// (`报错`, `出问题`, `配置`, `线上`). Single characters are only particles and pronouns that
 /// do not start or end content words (`的`, `吗`, `我`), never `更` (`更新`) or `能` (`性能`).
-/// A CJK n-gram of a query whose characters all lie in
-/// occurrences of these (`请问`, `到一` of `遇到一个`, `么建` of `什么建议`) is framing.
+/// A CJK n-gram of a query with a character inside an occurrence of these (`请问`, `到一` of
+/// `遇到一个`, `下分` of `一下分区`) is framing ([`cjk_framing_ngrams`]).
 #[rustfmt::skip]
 const CJK: &[&str] = &[
     "一下", "一个", "一般", "不行", "为什么", "什么", "介绍", "你好", "你们", "做法", "具体", "出现", "办法", "区别",

@@ -28,6 +28,7 @@ pub const CONTENT_WORD_MIN_CHARS: usize = 4;
 
 /// Whether a query continues the current topic or switches to another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Topic {
     /// Same topic: the current segment goes on.
@@ -38,6 +39,7 @@ pub enum Topic {
 
 /// The gate's decision with the numbers behind it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct GateDecision {
     /// Continue or switch.
     pub topic: Topic,
@@ -46,8 +48,8 @@ pub struct GateDecision {
     /// IDF share of the query's anchors not in the topic.
     pub new_ratio: f64,
     /// The deictic pattern the query starts with (also after a short acknowledgement such as
-    /// `好的，`), if any; or `REPLY_TO_QUESTION` when the query would have switched but
-    /// answers the question the previous turn ended with.
+    /// `好的，`), if any; or "reply to a question" when the query would
+    /// have switched but answers the question the previous turn ended with.
     pub deictic: Option<&'static str>,
 }
 

@@ -46,6 +46,7 @@ pub struct StoredToolOutputs {
 
 /// A tool result that could not be stored as evidence (its turn is imported all the same).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct FailedToolOutput {
     /// The ref it was to be stored under.
     pub evidence_ref: String,

@@ -66,6 +66,7 @@ pub struct Conversation {
 
 /// A record skipped with `--skip-invalid`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Skipped {
     /// 1-based line (for JSON documents: the line the record starts on).
     pub line: u64,

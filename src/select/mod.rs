@@ -21,6 +21,7 @@ pub const GREEDY_ALPHA: f64 = 0.8;
 
 /// How much of the budget a selection may spend.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// The smallest context that covers the query (the greedy alone). The default.

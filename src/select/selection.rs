@@ -22,6 +22,7 @@ pub struct SelectOptions {
 
 /// The budget of a selection and what it used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Budget {
     /// The token budget.
     pub limit: u32,
@@ -31,6 +32,7 @@ pub struct Budget {
 
 /// One selected block: a past turn, pruned to what the query needs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct SelectedBlock {
     /// The turn's id in its session.
     pub turn_id: TurnId,
@@ -48,8 +50,9 @@ pub struct SelectedBlock {
 
 /// One selected evidence projection (DESIGN §4).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct SelectedEvidence {
-    /// Where the full document is, relative to the evidence root.
+    /// Where the full document is, relative to the evidence root (`read_evidence` reads it).
     pub evidence_ref: String,
     /// Its kind.
     pub kind: String,
@@ -59,12 +62,16 @@ pub struct SelectedEvidence {
     pub covered_anchors: Vec<String>,
     /// Estimated tokens of the projection.
     pub tokens: u32,
-    /// The projection envelope.
+    /// The projection: facts (exact values by JSON pointer) and omitted parts, or a small
+    /// document whole as `content`; known unknowns, blocked decisions, claim constraints, agent
+    /// space. Empty lists are left out.
+    #[cfg_attr(feature = "server", schemars(with = "crate::evidence::Projection"))]
     pub projection: serde_json::Value,
 }
 
 /// What ctxgate selected for a query, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct Selection {
     /// The session asked about.
     pub session: String,
@@ -80,8 +87,9 @@ pub struct Selection {
     pub budget: Budget,
     /// Covered share of the query's IDF, in [0, 1].
     pub coverage: f64,
-    /// Selected blocks in chronological order.
+    /// Selected past turns, in chronological order: the context to use.
     pub blocks: Vec<SelectedBlock>,
-    /// Selected evidence projections, in the order they were chosen.
+    /// Selected evidence projections (exact facts of tool output kept on disk), in the order
+    /// they were chosen; what they omit can be read by their ref.
     pub evidence: Vec<SelectedEvidence>,
 }

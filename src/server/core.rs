@@ -6,8 +6,8 @@
 
 use crate::evidence::{Projection, Spec};
 use crate::{
-    Error, EvidenceOptions, Format, GateDecision, Gatekeeper, ImportOptions, Options, Policy, SearchHit,
-    SelectOptions, SessionInfo,
+    Error, EvidenceOptions, Format, GateDecision, Gatekeeper, ImportOptions, ImportReport, Options, Policy,
+    SearchHit, SelectOptions, Selection, SessionInfo,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -51,27 +51,16 @@ impl ToolError {
 }
 
 impl From<Error> for ToolError {
+    /// The message holds each cause once, as the CLI prints it (`{:#}`): `e`, then its sources.
     fn from(e: Error) -> Self {
-        ToolError { kind: e.kind().as_str(), message: e.to_string() }
-    }
-}
-
-/// Selection policy.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyParam {
-    /// The smallest context that covers the query.
-    Minimal,
-    /// Cover the query, then fill the budget with the next best turns (whole where room is left).
-    Fill,
-}
-
-impl From<PolicyParam> for Policy {
-    fn from(p: PolicyParam) -> Policy {
-        match p {
-            PolicyParam::Minimal => Policy::Minimal,
-            PolicyParam::Fill => Policy::Fill,
+        let mut message = e.to_string();
+        let mut cause = std::error::Error::source(&e);
+        while let Some(c) = cause {
+            message.push_str(": ");
+            message.push_str(&c.to_string());
+            cause = c.source();
         }
+        ToolError { kind: e.kind().as_str(), message }
     }
 }
 
@@ -91,7 +80,7 @@ pub struct SelectContextParams {
     pub as_of: Option<u32>,
     /// minimal (default): the smallest context covering the query; fill: then spend the rest of the budget.
     #[serde(default)]
-    pub policy: Option<PolicyParam>,
+    pub policy: Option<Policy>,
 }
 
 /// Arguments of `build_prompt`.
@@ -247,11 +236,12 @@ pub const TOOL_NAMES: [&str; 9] = [
     "read_evidence",
 ];
 
-/// JSON Schema (draft 2020-12) of `T` as an object: arguments as deserialized, or results as
-/// serialized (`serialize`), without `$schema` and the type's title and description.
-fn object_schema<T: JsonSchema>(serialize: bool) -> Map<String, Value> {
+/// JSON Schema (draft 2020-12) of `T` as an object: arguments as deserialized, or a result as
+/// serialized with the `schema_version` every document has, without `$schema` and the type's
+/// title and description. Made [`portable`], since clients validate with strict validators.
+fn object_schema<T: JsonSchema>(result: bool) -> Map<String, Value> {
     let mut settings = schemars::generate::SchemaSettings::draft2020_12();
-    if serialize {
+    if result {
         settings = settings.for_serialize();
     }
     let schema = settings.into_generator().into_root_schema_for::<T>();
@@ -262,10 +252,86 @@ fn object_schema<T: JsonSchema>(serialize: bool) -> Map<String, Value> {
     object.remove("$schema");
     object.remove("title");
     object.remove("description");
-    if !object.contains_key("properties") {
-        object.insert("properties".into(), Value::Object(Map::new()));
+    let properties = object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+    if result {
+        if let Some(properties) = properties.as_object_mut() {
+            let version = serde_json::json!({"type": "integer", "minimum": 0, "description": "Version of this document."});
+            properties.insert("schema_version".into(), version);
+        }
+        let required = object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(required) = required.as_array_mut() {
+            required.push("schema_version".into());
+        }
     }
-    object
+    let mut schema = Value::Object(object);
+    portable(&mut schema);
+    match schema {
+        Value::Object(object) => object,
+        _ => Map::new(),
+    }
+}
+
+/// Formats JSON Schema defines (draft 2020-12 §7.3); schemars also writes Rust ones (`uint32`,
+/// `double`) that strict validators such as Ajv reject as unknown.
+const STANDARD_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Rewrites `schema` in place into what every client's validator takes: no non-standard
+/// `format`, and a nullable type (`"type": ["integer", "null"]`, which Ajv's strict mode warns
+/// about) as `anyOf` of the type and `null`, with the type's own keywords in its branch.
+fn portable(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            if object.get("format").and_then(Value::as_str).is_some_and(|f| !STANDARD_FORMATS.contains(&f)) {
+                object.remove("format");
+            }
+            let nullable = match object.get("type") {
+                Some(Value::Array(types)) if types.len() == 2 && types.contains(&Value::from("null")) => {
+                    types.iter().find(|t| *t != "null").cloned()
+                }
+                _ => None,
+            };
+            if let Some(kind) = nullable {
+                object.remove("type");
+                let mut branch = Map::new();
+                branch.insert("type".into(), kind);
+                let moved: Vec<String> = object
+                    .keys()
+                    .filter(|k| !matches!(k.as_str(), "description" | "default" | "title" | "$defs"))
+                    .cloned()
+                    .collect();
+                for key in moved {
+                    if let Some(value) = object.remove(&key) {
+                        branch.insert(key, value);
+                    }
+                }
+                let null = serde_json::json!({"type": "null"});
+                object.insert("anyOf".into(), Value::Array(vec![Value::Object(branch), null]));
+            }
+            object.values_mut().for_each(portable);
+        }
+        Value::Array(items) => items.iter_mut().for_each(portable),
+        _ => {}
+    }
 }
 
 impl ToolSpec {
@@ -286,17 +352,16 @@ pub fn tools() -> Vec<ToolSpec> {
             read_only,
         }
     }
-    use super::schema::*;
     vec![
-        spec::<SelectContextParams>("select_context", SELECT_CONTEXT, true).returns::<SelectContextOutput>(),
-        spec::<BuildPromptParams>("build_prompt", BUILD_PROMPT, true).returns::<BuildPromptOutput>(),
-        spec::<RecordTurnParams>("record_turn", RECORD_TURN, false).returns::<RecordTurnOutput>(),
-        spec::<SearchHistoryParams>("search_history", SEARCH_HISTORY, true).returns::<SearchHistoryOutput>(),
-        spec::<GateParams>("gate", GATE, true).returns::<GateOutput>(),
-        spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true).returns::<ListSessionsOutput>(),
-        spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false).returns::<ImportLogsOutput>(),
-        spec::<StoreEvidenceParams>("store_evidence", STORE_EVIDENCE, false).returns::<StoreEvidenceOutput>(),
-        spec::<ReadEvidenceParams>("read_evidence", READ_EVIDENCE, true).returns::<ReadEvidenceOutput>(),
+        spec::<SelectContextParams>("select_context", SELECT_CONTEXT, true).returns::<Selection>(),
+        spec::<BuildPromptParams>("build_prompt", BUILD_PROMPT, true).returns::<Prompted>(),
+        spec::<RecordTurnParams>("record_turn", RECORD_TURN, false).returns::<Added>(),
+        spec::<SearchHistoryParams>("search_history", SEARCH_HISTORY, true).returns::<Searched>(),
+        spec::<GateParams>("gate", GATE, true).returns::<Gated>(),
+        spec::<ListSessionsParams>("list_sessions", LIST_SESSIONS, true).returns::<Sessions>(),
+        spec::<ImportLogsParams>("import_logs", IMPORT_LOGS, false).returns::<ImportReport>(),
+        spec::<StoreEvidenceParams>("store_evidence", STORE_EVIDENCE, false).returns::<Stored>(),
+        spec::<ReadEvidenceParams>("read_evidence", READ_EVIDENCE, true).returns::<Read>(),
     ]
 }
 
@@ -335,7 +400,7 @@ impl Core {
                 let options = SelectOptions {
                     budget: p.budget,
                     as_of: p.as_of,
-                    policy: p.policy.map(Policy::from),
+                    policy: p.policy,
                     ..SelectOptions::default()
                 };
                 self.with_index(|gk| document(&gk.session(&p.session)?.select_with(&p.query, &options)?))
@@ -461,34 +526,50 @@ impl From<ToolError> for Failure {
     }
 }
 
-#[derive(Serialize)]
+/// `build_prompt`: the ready-to-send prompt (as `prompt --json`).
+#[derive(Serialize, JsonSchema)]
 struct Prompted<'a> {
+    /// The session.
     session: &'a str,
+    /// The query.
     query: &'a str,
+    /// The selected turns and the question, rendered within the budget.
     prompt: String,
 }
 
-#[derive(Serialize)]
+/// `record_turn`: the id of the recorded turn (as `add --json`).
+#[derive(Serialize, JsonSchema)]
 struct Added<'a> {
+    /// The session.
     session: &'a str,
+    /// The new turn's id: its position in the session, from 0.
     turn_id: u32,
 }
 
-#[derive(Serialize)]
+/// `search_history`: the best matching turns of every session (as `search --json`).
+#[derive(Serialize, JsonSchema)]
 struct Searched<'a> {
+    /// The query.
     query: &'a str,
+    /// The turns, best first.
     hits: Vec<SearchHit>,
 }
 
-#[derive(Serialize)]
+/// `gate`: the topic gate's decision (as `gate --json`).
+#[derive(Serialize, JsonSchema)]
 struct Gated<'a> {
+    /// The session.
     session: &'a str,
+    /// The query.
     query: &'a str,
+    /// The decision.
     decision: GateDecision,
 }
 
-#[derive(Serialize)]
+/// `list_sessions`: the sessions in the index (as `sessions --json`).
+#[derive(Serialize, JsonSchema)]
 struct Sessions {
+    /// The sessions, by name.
     sessions: Vec<SessionInfo>,
 }
 
@@ -499,17 +580,25 @@ fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Map<String, Value>) -> 
     })
 }
 
-#[derive(Serialize)]
+/// `store_evidence`: the projection of the stored document (as `evidence put` prints it).
+#[derive(Serialize, JsonSchema)]
 struct Stored {
+    /// The projection of the document now stored under its ref.
     projection: Projection,
 }
 
-#[derive(Serialize)]
+/// `read_evidence`: a stored document, or the part of it at a JSON pointer.
+#[derive(Serialize, JsonSchema)]
 struct Read<'a> {
+    /// The document's ref.
     evidence_ref: &'a str,
+    /// The JSON pointer read, if any.
     pointer: Option<&'a str>,
+    /// The content (UTF-8; JSON parts pretty-printed), at most `max_bytes`.
     content: &'a str,
+    /// Size of the whole document or part, in bytes.
     bytes: u64,
+    /// True if `content` stops at `max_bytes`: read a narrower pointer for the rest.
     truncated: bool,
 }
 
@@ -581,6 +670,19 @@ mod tests {
         );
         let limited = core.call("search_history", args(serde_json::json!({"query": "look", "limit": 1})));
         assert_eq!(limited.expect("search_history")["hits"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn a_tool_error_names_its_cause_once() {
+        let (dir, core) = core();
+        let log = dir.path().join("broken.jsonl");
+        std::fs::write(&log, "{\"session\": \"s\", \"user\": \"a\" \"assistant\": \"b\"}\n").expect("write");
+        let call = core.call("import_logs", args(serde_json::json!({"paths": [log], "format": "jsonl"})));
+        let error = call.expect_err("a malformed line");
+        assert_eq!(error.kind, "bad_log", "{error:?}");
+        // The file and line, then serde's reason, once.
+        assert!(error.message.contains("broken.jsonl") && error.message.contains(":1"), "{}", error.message);
+        assert_eq!(error.message.matches("expected `,` or `}`").count(), 1, "{}", error.message);
     }
 
     #[test]

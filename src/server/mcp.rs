@@ -3,9 +3,9 @@
 use super::core::{Core, ToolError, tools};
 use super::screen::{CODE_PARSE_ERROR, MAX_MESSAGE_BYTES, REJECTED_METHOD, Screened};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
+    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -99,7 +99,10 @@ impl ServerHandler for McpServer {
             Ok(document) => CallToolResult::structured(document),
             Err(error) => {
                 log::debug!("tool error: {}: {}", error.kind, error.message);
-                CallToolResult::structured_error(error.to_json())
+                // No structured content: clients validate it against the output schema, which
+                // describes results (the MCP Inspector then shows a schema failure instead of
+                // the error). The text is the CLI's `--json` error document.
+                CallToolResult::error(vec![ContentBlock::text(error.to_json().to_string())])
             }
         };
         Ok(result.into())

@@ -12,11 +12,10 @@
 
 mod core;
 mod mcp;
-mod schema;
 mod screen;
 
 pub use self::core::{
-    BuildPromptParams, Core, GateParams, ImportLogsParams, ListSessionsParams, PolicyParam, RecordTurnParams,
+    BuildPromptParams, Core, GateParams, ImportLogsParams, ListSessionsParams, RecordTurnParams,
     SCHEMA_VERSION, SelectContextParams, TOOL_NAMES, ToolError, ToolSpec, tools,
 };
 pub use self::mcp::{McpServer, serve_stdio};

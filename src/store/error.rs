@@ -102,6 +102,16 @@ pub enum Error {
     /// The database engine failed.
     #[error("index database error")]
     Database(#[source] redb::Error),
+    /// An invariant of the storage code does not hold: a bug in ctxgate, not a damaged file.
+    #[error(
+        "internal error: {message} (at {location}); this is a bug in ctxgate: please report it with the command that caused it"
+    )]
+    Internal {
+        /// What does not hold.
+        message: String,
+        /// Where it was found (file:line:column).
+        location: String,
+    },
 }
 
 impl Error {
@@ -119,7 +129,14 @@ impl Error {
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::Damaged { .. } => ErrorKind::Damaged,
             Error::Database(_) => ErrorKind::Database,
+            Error::Internal { .. } => ErrorKind::Internal,
         }
+    }
+
+    /// An invariant of the storage code that does not hold (its callers broke it).
+    #[track_caller]
+    pub(crate) fn bug(message: impl Into<String>) -> Self {
+        Error::Internal { message: message.into(), location: std::panic::Location::caller().to_string() }
     }
 }
 

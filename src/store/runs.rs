@@ -637,8 +637,10 @@ mod tests {
             })
             .unwrap_err();
         assert!(err.to_string().contains("other postings"), "{err}");
+        assert_eq!(err.kind(), crate::ErrorKind::Internal, "a caller's bug, not a damaged file: {err}");
         let err = store.write(|view| view.next_run().and_then(|_| view.next_run())).unwrap_err();
         assert!(err.to_string().contains("second run"), "{err}");
+        assert_eq!(err.kind(), crate::ErrorKind::Internal, "{err}");
         assert_eq!(runs_left(&store)?, runs_before);
         // What the refused write left in the file after the recorded run is not read.
         store.merge_runs()?;

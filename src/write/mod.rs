@@ -62,6 +62,7 @@ impl Default for ImportOptions {
 
 /// What happened to one session of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct SessionReport {
     /// The session name.
     pub session: String,
@@ -75,9 +76,11 @@ pub struct SessionReport {
 
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct FileReport {
     /// The file (in JSON, a name that is not UTF-8 has U+FFFD for its invalid bytes).
     #[serde(serialize_with = "serialize_lossy_path")]
+    #[cfg_attr(feature = "server", schemars(with = "String"))]
     pub path: PathBuf,
     /// Its format (detected or given).
     pub format: Format,
@@ -104,6 +107,7 @@ fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Res
 
 /// What an import did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
 pub struct ImportReport {
     /// Per file, in the order read.
     pub files: Vec<FileReport>,

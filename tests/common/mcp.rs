@@ -58,7 +58,13 @@ pub async fn tool_error(client: &Client, tool: &str, arguments: Value) -> McpRes
     if result.is_error != Some(true) {
         return Err(format!("{tool} should have failed: {:?}", result.structured_content).into());
     }
-    let content = result.structured_content.ok_or("no structured error")?;
+    // The CLI's JSON error document, as text: no structured content, which clients would
+    // validate against the output schema of results.
+    if result.structured_content.is_some() {
+        return Err(format!("{tool}: an error result has structured content: {result:?}").into());
+    }
+    let text = result.content.first().and_then(|c| c.as_text()).ok_or("no error text")?;
+    let content: Value = serde_json::from_str(&text.text)?;
     let kind = content["error"]["kind"].as_str().ok_or("no error kind")?.to_string();
     let message = content["error"]["message"].as_str().unwrap_or_default().to_string();
     if message.is_empty() {
@@ -168,6 +174,27 @@ impl Drop for RawServer {
 /// Checks `value` against `schema` (resolving `$ref`s into `root`'s `$defs`): types, required
 /// properties, no property the schema does not list, array items, enums and constants,
 /// `oneOf`/`anyOf`. Enough for the documents ctxgate returns. The error names the path.
+/// Fails if `schema` uses what strict validators (Ajv, as the MCP Inspector runs it) reject or
+/// warn about: a `format` JSON Schema does not define, or a list of types.
+pub fn assert_portable(schema: &Value, at: &str) -> Result<(), String> {
+    const STANDARD: [&str; 5] = ["date-time", "date", "uri", "json-pointer", "regex"];
+    match schema {
+        Value::Object(object) => {
+            if let Some(format) = object.get("format").and_then(Value::as_str)
+                && !STANDARD.contains(&format)
+            {
+                return Err(format!("{at}: non-standard format {format:?}"));
+            }
+            if object.get("type").is_some_and(Value::is_array) {
+                return Err(format!("{at}: a list of types: {schema}"));
+            }
+            object.iter().try_for_each(|(key, value)| assert_portable(value, &format!("{at}/{key}")))
+        }
+        Value::Array(items) => items.iter().try_for_each(|item| assert_portable(item, at)),
+        _ => Ok(()),
+    }
+}
+
 pub fn check_schema(value: &Value, schema: &Value, root: &Value, at: &str) -> Result<(), String> {
     if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
         let name =

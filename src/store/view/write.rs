@@ -76,7 +76,7 @@ impl View<WriteSource<'_>> {
     /// transaction.
     pub fn next_run(&mut self) -> Result<NextRun, Error> {
         if self.run_taken.is_some() {
-            return Err(corrupt("posting runs", "a second run taken in one transaction"));
+            return Err(Error::bug("posting runs: a second run taken in one transaction"));
         }
         let (run, offset) = run_file::next_run(&self.tables.runs)?;
         self.run_taken = Some(run);
@@ -114,10 +114,10 @@ impl View<WriteSource<'_>> {
             }
             FoldTarget::Run(run) => {
                 if self.run_taken.take() != Some(run.run) {
-                    return Err(corrupt("posting runs", "a run not taken in this transaction"));
+                    return Err(Error::bug("posting runs: a run not taken in this transaction"));
                 }
                 if (run.anchors, run.postings) != (grouped.anchors(), grouped.len()) {
-                    return Err(corrupt("posting runs", "a run written from other postings"));
+                    return Err(Error::bug("posting runs: a run written from other postings"));
                 }
                 self.tables.runs.insert(run.run, run.span.to_row())?;
                 run.lists
@@ -253,7 +253,7 @@ pub(super) fn check_fold_input(
     grouped: &Grouped,
     blocks: &[NewBlock],
 ) -> Result<(), Error> {
-    let wrong = |what: &str| Err(corrupt("fold input", what.to_string()));
+    let wrong = |what: &str| Err(Error::bug(format!("fold input: {what}")));
     if blocks.len() != pending.blocks.len() || grouped.len() as u64 != pending.postings {
         return wrong("not the pending turns");
     }
