@@ -3,11 +3,15 @@
 use super::derive_forward;
 use crate::error::{Error, Result};
 use crate::gatekeeper::Gatekeeper;
+use crate::store::{Removed, Source, View, WriteSource};
 use serde::Serialize;
 
-/// What [`Gatekeeper::forget_session`] or [`Gatekeeper::forget_before`] deleted.
+/// What [`Gatekeeper::forget_session`] or [`Gatekeeper::forget_before`] deleted, or what
+/// their dry runs would delete.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ForgetReport {
+    /// True for a dry run: nothing was deleted, the counts say what would be.
+    pub dry_run: bool,
     /// Names of the deleted sessions.
     pub sessions: Vec<String>,
     /// Turns deleted.
@@ -18,12 +22,17 @@ pub struct ForgetReport {
     pub postings: u64,
     /// Anchors no remaining turn has (their document frequency is gone).
     pub anchors_dropped: u64,
+    /// Sessions left in the index, those in `kept_without_time` included.
+    pub kept: u64,
     /// Sessions kept because they carry no (readable) end time: only `forget_before`.
     pub kept_without_time: Vec<String>,
     /// Evidence documents of the deleted sessions (their tool output) dropped from the index.
     /// Their files under the evidence root are left in place.
     pub evidence: u64,
 }
+
+/// The sessions a forget deletes, by id, and the report without its counts.
+type Chosen = (Vec<u32>, ForgetReport);
 
 impl Gatekeeper {
     /// Deletes the session `name` with its turns and postings; document frequencies, N and
@@ -32,22 +41,21 @@ impl Gatekeeper {
     /// # Errors
     /// [`Error::UnknownSession`] if no session has this name.
     pub fn forget_session(&self, name: &str) -> Result<ForgetReport> {
-        self.store().write(|view| -> Result<ForgetReport> {
-            let Some((id, _)) = view.session_by_name(name)? else {
-                return Err(Error::UnknownSession { name: name.to_string() });
-            };
-            let removed = view.remove_sessions(&[id], folded_lengths)?;
-            let evidence = view.remove_session_evidence(&[id])?;
-            Ok(ForgetReport {
-                evidence,
-                sessions: vec![name.to_string()],
-                turns: removed.turns,
-                pending_turns: removed.pending,
-                postings: removed.postings,
-                anchors_dropped: removed.anchors,
-                kept_without_time: Vec::new(),
-            })
+        self.store().write(|view| {
+            let chosen = choose_session(view, name)?;
+            forget(view, chosen)
         })
+    }
+
+    /// What [`Gatekeeper::forget_session`] would delete, in one read transaction that changes
+    /// nothing (an index opened read-only will do).
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::forget_session`].
+    pub fn forget_session_dry_run(&self, name: &str) -> Result<ForgetReport> {
+        let view = self.store().read()?;
+        let chosen = choose_session(&view, name)?;
+        measure(&view, chosen)
     }
 
     /// Deletes every session whose last turn (`time_end`, as imported) is before `date`
@@ -57,31 +65,80 @@ impl Gatekeeper {
     /// # Errors
     /// [`Error::InvalidInput`] if `date` is not a date.
     pub fn forget_before(&self, date: &str) -> Result<ForgetReport> {
-        let cutoff = parse_time(date).ok_or_else(|| Error::InvalidInput {
-            what: "date",
-            reason: format!("{date:?} is not a date: use YYYY-MM-DD or an RFC 3339 time"),
-        })?;
-        self.store().write(|view| -> Result<ForgetReport> {
-            let mut report = ForgetReport::default();
-            let mut ids = Vec::new();
-            for (id, record) in view.sessions()? {
-                match record.time_end.as_deref().and_then(parse_time) {
-                    Some(end) if end < cutoff => {
-                        ids.push(id);
-                        report.sessions.push(record.name);
-                    }
-                    Some(_) => {}
-                    None => report.kept_without_time.push(record.name),
-                }
-            }
-            let removed = view.remove_sessions(&ids, folded_lengths)?;
-            report.evidence = view.remove_session_evidence(&ids)?;
-            report.turns = removed.turns;
-            report.pending_turns = removed.pending;
-            report.postings = removed.postings;
-            report.anchors_dropped = removed.anchors;
-            Ok(report)
+        let cutoff = cutoff(date)?;
+        self.store().write(|view| {
+            let chosen = choose_before(view, cutoff)?;
+            forget(view, chosen)
         })
+    }
+
+    /// What [`Gatekeeper::forget_before`] would delete, in one read transaction that changes
+    /// nothing (an index opened read-only will do).
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::forget_before`].
+    pub fn forget_before_dry_run(&self, date: &str) -> Result<ForgetReport> {
+        let cutoff = cutoff(date)?;
+        let view = self.store().read()?;
+        let chosen = choose_before(&view, cutoff)?;
+        measure(&view, chosen)
+    }
+}
+
+fn cutoff(date: &str) -> Result<f64> {
+    parse_time(date).ok_or_else(|| Error::InvalidInput {
+        what: "date",
+        reason: format!("{date:?} is not a date: use YYYY-MM-DD or an RFC 3339 time"),
+    })
+}
+
+fn choose_session<S: Source>(view: &View<S>, name: &str) -> Result<Chosen> {
+    let Some((id, _)) = view.session_by_name(name)? else {
+        return Err(Error::UnknownSession { name: name.to_string() });
+    };
+    let kept = view.sessions()?.len().saturating_sub(1) as u64;
+    Ok((vec![id], ForgetReport { sessions: vec![name.to_string()], kept, ..ForgetReport::default() }))
+}
+
+fn choose_before<S: Source>(view: &View<S>, cutoff: f64) -> Result<Chosen> {
+    let mut report = ForgetReport::default();
+    let mut ids = Vec::new();
+    for (id, record) in view.sessions()? {
+        match record.time_end.as_deref().and_then(parse_time) {
+            Some(end) if end < cutoff => {
+                ids.push(id);
+                report.sessions.push(record.name);
+            }
+            Some(_) => report.kept += 1,
+            None => {
+                report.kept += 1;
+                report.kept_without_time.push(record.name);
+            }
+        }
+    }
+    Ok((ids, report))
+}
+
+fn forget(view: &mut View<WriteSource<'_>>, (ids, mut report): Chosen) -> Result<ForgetReport> {
+    let removed = view.remove_sessions(&ids, folded_lengths)?;
+    report.evidence = view.remove_session_evidence(&ids)?;
+    Ok(with_counts(report, removed))
+}
+
+fn measure<S: Source>(view: &View<S>, (ids, mut report): Chosen) -> Result<ForgetReport> {
+    let removed = view.measure_removal(&ids)?;
+    report.evidence = view.count_session_evidence(&ids)?;
+    report.dry_run = true;
+    Ok(with_counts(report, removed))
+}
+
+fn with_counts(report: ForgetReport, removed: Removed) -> ForgetReport {
+    ForgetReport {
+        turns: removed.turns,
+        pending_turns: removed.pending,
+        postings: removed.postings,
+        anchors_dropped: removed.anchors,
+        ..report
     }
 }
 
