@@ -72,10 +72,11 @@ pub struct SessionInfo {
     /// Title from the source.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// Timestamp of the first turn, as the source wrote it.
+    /// Timestamp of the first turn: RFC 3339 for Unix seconds (ChatGPT's), else as the source
+    /// wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_start: Option<String>,
-    /// Timestamp of the last turn, as the source wrote it.
+    /// Timestamp of the last turn, as `time_start`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_end: Option<String>,
 }
@@ -88,8 +89,8 @@ impl From<crate::store::records::SessionRecord> for SessionInfo {
             segment_start: r.segment_start,
             source: r.source,
             title: r.title,
-            time_start: r.time_start,
-            time_end: r.time_end,
+            time_start: r.time_start.map(crate::jobs::forget::display_time),
+            time_end: r.time_end.map(crate::jobs::forget::display_time),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Read-only commands (issue 22, item 12): they open the index read-only, never create or
 //! modify a file, and a missing index is `unknown_index` (exit 6). `forget --dry-run` writes
-//! nothing and reports what `forget` then deletes.
+//! nothing and reports what `forget` then deletes. Unix seconds show as RFC 3339.
 
 mod common;
 
@@ -285,5 +285,32 @@ fn forget_dry_run_changes_nothing_and_reports_what_forget_then_deletes() -> Test
     let unknown = env.run(["--json", "forget", "--dry-run", "--session", untimed[0]])?.expect_code(1)?;
     assert_eq!(unknown.json_error()?.error.kind, "unknown_session");
     env.run(["verify"])?.ok()?;
+    Ok(())
+}
+
+#[test]
+fn unix_second_times_are_shown_as_rfc3339() -> TestResult {
+    let env = TestEnv::new()?;
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/import/chatgpt/conversations.json");
+    env.run(["import", fixture.to_str().ok_or("path")?])?.ok()?;
+    let doc: serde_json::Value = env.run(["--json", "sessions"])?.ok()?.json()?;
+    let times: Vec<(&str, &str)> = doc["sessions"]
+        .as_array()
+        .ok_or("sessions")?
+        .iter()
+        .map(|s| (s["time_start"].as_str().unwrap_or("-"), s["time_end"].as_str().unwrap_or("-")))
+        .collect();
+    // The export's create_time values: 1712131200.512 .. 1712131600, and so on.
+    assert_eq!(
+        times,
+        [
+            ("2024-04-03T08:00:00.512Z", "2024-04-03T08:06:40Z"),
+            ("2024-04-05T06:53:20Z", "2024-04-05T06:53:20Z"),
+            ("2024-04-06T10:40:00Z", "2024-04-06T10:41:40Z"),
+        ],
+        "{doc:#}"
+    );
+    let gk = Gatekeeper::open_read_only(&env.db, Options::default())?;
+    assert_eq!(gk.sessions()?[0].time_start.as_deref(), Some("2024-04-03T08:00:00.512Z"));
     Ok(())
 }

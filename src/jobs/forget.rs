@@ -169,9 +169,58 @@ pub(crate) fn parse_time(text: &str) -> Option<f64> {
     Some(seconds(jiff::tz::TimeZone::UTC.to_timestamp(civil).ok()?))
 }
 
+/// A timestamp as sessions report it: Unix seconds (`1712131200.512`, as ChatGPT exports
+/// write them; milliseconds when above 10^11, as [`parse_time`] reads them) as RFC 3339 in
+/// UTC (`2024-04-03T08:00:00.512Z`); any other text as the source wrote it.
+pub(crate) fn display_time(text: String) -> String {
+    epoch_as_rfc3339(&text).unwrap_or(text)
+}
+
+fn epoch_as_rfc3339(text: &str) -> Option<String> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let whole: i64 = whole.parse().ok()?;
+    // Nanoseconds of a fraction of one `unit_nanos`, from its first digits (the rest is
+    // below a nanosecond).
+    let nanos_of = |unit_digits: usize| -> i64 {
+        let kept: String = fraction.chars().chain(std::iter::repeat('0')).take(unit_digits).collect();
+        kept.parse().unwrap_or(0)
+    };
+    let in_millis = text.parse::<f64>().is_ok_and(|v| v > 1e11);
+    let (seconds, nanos) = if in_millis {
+        (whole / 1000, (whole % 1000) * 1_000_000 + nanos_of(6))
+    } else {
+        (whole, nanos_of(9))
+    };
+    let nanos = i32::try_from(nanos).ok()?;
+    Some(jiff::Timestamp::new(seconds, nanos).ok()?.to_string())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_time;
+    use super::{display_time, parse_time};
+
+    #[test]
+    fn epoch_times_display_as_rfc3339_and_other_text_as_written() {
+        let shown = |t: &str| display_time(t.to_string());
+        assert_eq!(shown("1712131200"), "2024-04-03T08:00:00Z");
+        assert_eq!(shown("1712131200.512"), "2024-04-03T08:00:00.512Z");
+        assert_eq!(shown("1712131200.5123456789"), "2024-04-03T08:00:00.512345678Z");
+        assert_eq!(shown("1712131200512"), "2024-04-03T08:00:00.512Z", "milliseconds");
+        assert_eq!(shown("0"), "1970-01-01T00:00:00Z");
+        assert_eq!(shown("12."), "1970-01-01T00:00:12Z");
+        for kept in ["2025-10-02T07:00:18.358Z", "", ".5", "1e9", "-5", "9999999999999999999999", "x1"] {
+            assert_eq!(shown(kept), kept, "{kept:?} is not Unix seconds: shown as written");
+        }
+        // The shown time is the time forget reads.
+        for epoch in ["1712131200.512", "1712131200512", "1759388418.25"] {
+            let (read, written) = (parse_time(&shown(epoch)).unwrap(), parse_time(epoch).unwrap());
+            assert!((read - written).abs() < 1e-6, "{epoch}: {read} vs {written}");
+        }
+    }
 
     #[test]
     fn times_parse_and_order() {
