@@ -94,6 +94,10 @@ pub enum ErrorKind {
     Io,
     /// The file is not a ctxgate index.
     NotAnIndex,
+    /// No index at the path, and the command does not create one.
+    UnknownIndex,
+    /// A write to an index opened read-only.
+    ReadOnly,
     /// The index was written by a newer ctxgate.
     NeedsUpgrade,
     /// The index must be rebuilt (`ctxgate rebuild`).
@@ -134,6 +138,8 @@ impl ErrorKind {
         match self {
             ErrorKind::Io => "io",
             ErrorKind::NotAnIndex => "not_an_index",
+            ErrorKind::UnknownIndex => "unknown_index",
+            ErrorKind::ReadOnly => "read_only",
             ErrorKind::NeedsUpgrade => "needs_upgrade",
             ErrorKind::NeedsRebuild => "needs_rebuild",
             ErrorKind::Busy => "busy",

@@ -73,10 +73,11 @@ pub struct SessionInfo {
     /// Title from the source.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// Timestamp of the first turn, as the source wrote it.
+    /// Timestamp of the first turn: RFC 3339 for Unix seconds (ChatGPT's), else as the source
+    /// wrote it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_start: Option<String>,
-    /// Timestamp of the last turn, as the source wrote it.
+    /// Timestamp of the last turn, as `time_start`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_end: Option<String>,
 }
@@ -89,8 +90,8 @@ impl From<crate::store::records::SessionRecord> for SessionInfo {
             segment_start: r.segment_start,
             source: r.source,
             title: r.title,
-            time_start: r.time_start,
-            time_end: r.time_end,
+            time_start: r.time_start.map(crate::jobs::forget::display_time),
+            time_end: r.time_end.map(crate::jobs::forget::display_time),
         }
     }
 }
@@ -133,6 +134,29 @@ impl Gatekeeper {
     /// [`Error::InvalidOption`] for a zero budget or cache; store errors for a file that is
     /// not an index, of another version, or held by another process past `busy_timeout`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Gatekeeper> {
+        Gatekeeper::open_with(path.as_ref(), options, Store::open)
+    }
+
+    /// Opens the existing index at `path` read-only, for queries: no file is created or
+    /// modified, and other read-only opens (other processes' queries) share the file; a
+    /// read-write open waits for them, as they wait for it (`busy_timeout`). Write methods
+    /// return a `read_only` error ([`crate::StoreError::ReadOnly`]) before touching any file.
+    ///
+    /// A file a killed writer left unfinished (not closed cleanly, an interrupted import's
+    /// runs) is first finished by a read-write open, as [`Gatekeeper::open`] would.
+    ///
+    /// # Errors
+    /// `unknown_index` ([`crate::StoreError::UnknownIndex`]) if there is no index file at
+    /// `path` (none, or an empty one); otherwise as [`Gatekeeper::open`].
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Gatekeeper> {
+        Gatekeeper::open_with(path.as_ref(), options, Store::open_read_only)
+    }
+
+    fn open_with(
+        path: &Path,
+        options: Options,
+        open: fn(&Path, &StoreOptions) -> std::result::Result<Store, crate::store::Error>,
+    ) -> Result<Gatekeeper> {
         if options.token_budget == 0 {
             return Err(Error::InvalidOption { name: "token_budget", reason: "must be at least 1".into() });
         }
@@ -157,8 +181,8 @@ impl Gatekeeper {
                     .map_err(|e| Error::InvalidOption { name: "threads", reason: e.to_string() })?,
             ),
         };
-        let store = Store::open(
-            path.as_ref(),
+        let store = open(
+            path,
             &StoreOptions {
                 cache_bytes: options.cache_bytes,
                 busy_timeout: options.busy_timeout,
@@ -232,6 +256,7 @@ impl Gatekeeper {
         options: &ImportOptions,
         progress: &mut (dyn FnMut(ImportProgress) + Send),
     ) -> Result<ImportReport> {
+        self.check_writable()?;
         if let Some(name) = &options.session {
             self.session(name)?;
         }
@@ -256,6 +281,17 @@ impl Gatekeeper {
         crate::session::check_query(query)?;
         let view = self.store.read()?;
         crate::search::search_hits(&view, query, limit)
+    }
+
+    /// Whether the index was opened read-only ([`Gatekeeper::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.store.is_read_only()
+    }
+
+    /// A `read_only` error if the index was opened read-only: for writers that touch files
+    /// (run files, evidence, lock files) before their first transaction.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        Ok(self.store.check_writable()?)
     }
 
     /// The options the index was opened with.

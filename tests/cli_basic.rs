@@ -257,6 +257,11 @@ fn prompt_respects_the_budget() -> TestResult {
 #[test]
 fn sessions_and_stats_reflect_the_adds() -> TestResult {
     let env = TestEnv::new()?;
+    // No index yet: `sessions` does not create one (tests/read_only.rs has the rest).
+    env.run(["sessions"])?.expect_code(6)?;
+    assert!(!env.db.exists());
+    env.add("gone", "hello", "hi")?;
+    env.run(["forget", "--session", "gone"])?.ok()?;
     let empty: SessionsDoc = env.run(["--json", "sessions"])?.ok()?.json()?;
     assert!(empty.sessions.is_empty());
     assert!(env.run(["sessions"])?.ok()?.stdout.contains("no sessions"));

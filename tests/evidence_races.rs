@@ -186,6 +186,8 @@ fn evidence_put_never_writes_outside_the_root() -> TestResult {
 fn evidence_show_never_reads_outside_the_root() -> TestResult {
     let tree = Tree::new("w", 1)?;
     let env = TestEnv::new()?;
+    // `evidence show` and `project` read an index; they do not create one.
+    env.add("s", "a turn", "to create the index")?;
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut shows = 0;
     let mut read_inside = 0;

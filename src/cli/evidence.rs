@@ -109,6 +109,15 @@ struct Forgotten {
     forgotten: u64,
 }
 
+/// How the subcommand uses the index: storing evidence creates it, reading needs it.
+pub fn access(args: &Args) -> super::Access {
+    match args.command {
+        Command::Put(_) | Command::Index(_) => super::Access::Create,
+        Command::Show(_) | Command::Project(_) | Command::List => super::Access::Read,
+        Command::Forget(_) => super::Access::Write,
+    }
+}
+
 /// Runs an `evidence` subcommand.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gatekeeper = global.open(None, None)?;

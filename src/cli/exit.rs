@@ -17,6 +17,8 @@ pub enum ExitCode {
     Busy = 4,
     /// The index file is damaged.
     Damaged = 5,
+    /// No index at the path, for a command that does not create one.
+    UnknownIndex = 6,
 }
 
 impl ExitCode {
@@ -26,6 +28,7 @@ impl ExitCode {
             Some(ErrorKind::NeedsRebuild) => ExitCode::NeedsRebuild,
             Some(ErrorKind::Busy) => ExitCode::Busy,
             Some(ErrorKind::Damaged) => ExitCode::Damaged,
+            Some(ErrorKind::UnknownIndex) => ExitCode::UnknownIndex,
             _ => ExitCode::Error,
         }
     }

@@ -1,6 +1,7 @@
-//! `ctxgate forget`: deletes sessions and every trace of them.
+//! `ctxgate forget`: deletes sessions and every trace of them, or with `--dry-run` says what
+//! it would delete.
 
-use super::{Global, output};
+use super::{Access, Global, output};
 use std::fmt::Write;
 
 #[derive(clap::Args)]
@@ -13,34 +14,52 @@ pub struct Args {
     /// sessions without times are kept
     #[arg(long, value_name = "DATE")]
     before: Option<String>,
+    /// Report what would be deleted, and delete nothing (the index is opened read-only)
+    #[arg(long)]
+    dry_run: bool,
 }
 
-/// Deletes the sessions and prints what went.
+/// A dry run only reads.
+pub fn access(args: &Args) -> Access {
+    if args.dry_run { Access::Read } else { Access::Write }
+}
+
+/// Deletes the sessions (or, with `--dry-run`, finds them) and prints what went: one line per
+/// forgotten session, one summing up what was deleted, one what was kept. `--json` has the
+/// full report, the names of the sessions kept for lack of a time included.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gk = global.open(None, None)?;
-    let report = match (&args.session, &args.before) {
-        (Some(name), _) => gk.forget_session(name)?,
-        (None, Some(date)) => gk.forget_before(date)?,
-        (None, None) => anyhow::bail!("pass --session NAME or --before DATE"),
+    let report = match (&args.session, &args.before, args.dry_run) {
+        (Some(name), _, false) => gk.forget_session(name)?,
+        (Some(name), _, true) => gk.forget_session_dry_run(name)?,
+        (None, Some(date), false) => gk.forget_before(date)?,
+        (None, Some(date), true) => gk.forget_before_dry_run(date)?,
+        (None, None, _) => anyhow::bail!("pass --session NAME or --before DATE"),
     };
     if global.json {
         return output::print_json(&report);
     }
+    let (forgot, deleted) =
+        if report.dry_run { ("would forget", "would delete") } else { ("forgot", "deleted") };
     let mut out = String::new();
     for name in &report.sessions {
-        let _ = writeln!(out, "forgot     {name}");
+        let _ = writeln!(out, "{forgot:<13}{name}");
     }
     let _ = writeln!(
         out,
-        "deleted    {} sessions, {} turns ({} pending), {} postings; {} anchors gone",
+        "{deleted:<13}{} sessions, {} turns ({} pending), {} postings, {} evidence documents; {} anchors gone",
         report.sessions.len(),
         report.turns,
         report.pending_turns,
         report.postings,
+        report.evidence,
         report.anchors_dropped
     );
-    for name in &report.kept_without_time {
-        let _ = writeln!(out, "kept       {name} (no time recorded)");
-    }
+    let untimed = report.kept_without_time.len();
+    let untimed = match untimed {
+        0 => String::new(),
+        _ => format!(" ({untimed} of them without a recorded time: `--json` lists them)"),
+    };
+    let _ = writeln!(out, "{:<13}{} sessions{untimed}", "kept", report.kept);
     output::print_text(&out)
 }

@@ -38,6 +38,8 @@ Exit codes:
   4  the index is busy (another process holds it)
   5  the index file is damaged (a flipped bit, a cut file): `ctxgate rebuild` derives a new
      one from the turns it still holds, else restore it from a backup
+  6  no index at the path (error kind `unknown_index`): only `add`, `import`, `evidence put`,
+     `evidence index` and `serve` create one; check --db, or create it with one of them
 An internal error (a bug in ctxgate, to report) exits 1 with an error of kind `internal`.";
 
 /// A context gatekeeper for LLM agents: for each query, the past turns it needs, within a
@@ -117,6 +119,40 @@ pub struct Global {
     busy_timeout: f64,
     /// The evidence root, if given.
     pub evidence_root: Option<PathBuf>,
+    /// How the command uses the index (from [`access`]): [`Global::open`] opens it so.
+    access: Access,
+}
+
+/// How a command uses the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only: opened read-only, never created or modified; a missing index is an error.
+    Read,
+    /// Changes an index that must exist (forget, compact): a missing one is an error, not a
+    /// new empty index to change.
+    Write,
+    /// Writes, and creates the index if there is none (add, import, evidence put and index).
+    Create,
+}
+
+/// How `command` uses the index.
+fn access(command: &Command) -> Access {
+    match command {
+        Command::Add(_) | Command::Import(_) | Command::Serve(_) => Access::Create,
+        Command::Select(_)
+        | Command::Gate(_)
+        | Command::Prompt(_)
+        | Command::Search(_)
+        | Command::Export(_)
+        | Command::Show(_)
+        | Command::Sessions
+        | Command::Stats
+        | Command::Verify => Access::Read,
+        // Rebuild reads the old file read-only and writes a new one (`ctxgate::rebuild`).
+        Command::Compact | Command::Rebuild => Access::Write,
+        Command::Forget(args) => forget::access(args),
+        Command::Evidence(args) => evidence::access(args),
+    }
 }
 
 impl Global {
@@ -136,7 +172,16 @@ impl Global {
         if let Some(policy) = policy {
             options.policy = policy;
         }
-        Ok(Gatekeeper::open(&self.db, options)?)
+        let gatekeeper = match self.access {
+            Access::Read => Gatekeeper::open_read_only(&self.db, options)?,
+            Access::Write => {
+                // Looked at read-only first, so that a missing index is not created to be changed.
+                drop(Gatekeeper::open_read_only(&self.db, options.clone())?);
+                Gatekeeper::open(&self.db, options)?
+            }
+            Access::Create => Gatekeeper::open(&self.db, options)?,
+        };
+        Ok(gatekeeper)
     }
 }
 
@@ -163,7 +208,8 @@ pub fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let global = global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root)?;
+    let mut global = global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root)?;
+    global.access = access(&cli.command);
     let db = global.db.clone();
     // A damaged file can make redb panic anywhere in a command: that is an error naming the
     // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
@@ -191,7 +237,7 @@ fn global(
         Some(path) => path,
         None => default_db()?,
     };
-    Ok(Global { db, json, threads, busy_timeout, evidence_root })
+    Ok(Global { db, json, threads, busy_timeout, evidence_root, access: Access::Create })
 }
 
 fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {

@@ -118,6 +118,7 @@ impl Gatekeeper {
         options: &EvidenceOptions<'_>,
     ) -> Result<Projection> {
         let reference = EvidenceRef::parse(reference)?;
+        self.check_writable()?;
         let meta = self.store().read()?.evidence_meta()?;
         let root = EvidenceRoot::create(&self.root_for(&meta, None)?)?;
         root.write_once(&reference, bytes)?;
@@ -136,6 +137,7 @@ impl Gatekeeper {
     /// [`Error::Evidence`] if `dir` is not a directory, or is not the index's recorded root
     /// while evidence is indexed under that one.
     pub fn index_evidence(&self, dir: &Path, options: &EvidenceOptions<'_>) -> Result<EvidenceIndexReport> {
+        self.check_writable()?;
         if !dir.is_dir() {
             return Err(Error::Evidence(format!("{}: not a directory", dir.display())));
         }

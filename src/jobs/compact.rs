@@ -89,6 +89,7 @@ impl Gatekeeper {
         &mut self,
         progress: &mut dyn FnMut(CompactProgress),
     ) -> Result<CompactReport> {
+        self.check_writable()?;
         let _lock =
             super::lock::JobLock::acquire(&super::lock::real_path(self.path()), self.options().busy_timeout)?;
         let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });

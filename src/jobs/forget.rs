@@ -3,11 +3,15 @@
 use super::derive_forward;
 use crate::error::{Error, Result};
 use crate::gatekeeper::Gatekeeper;
+use crate::store::{Removed, Source, View, WriteSource};
 use serde::Serialize;
 
-/// What [`Gatekeeper::forget_session`] or [`Gatekeeper::forget_before`] deleted.
+/// What [`Gatekeeper::forget_session`] or [`Gatekeeper::forget_before`] deleted, or what
+/// their dry runs would delete.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ForgetReport {
+    /// True for a dry run: nothing was deleted, the counts say what would be.
+    pub dry_run: bool,
     /// Names of the deleted sessions.
     pub sessions: Vec<String>,
     /// Turns deleted.
@@ -18,12 +22,17 @@ pub struct ForgetReport {
     pub postings: u64,
     /// Anchors no remaining turn has (their document frequency is gone).
     pub anchors_dropped: u64,
+    /// Sessions left in the index, those in `kept_without_time` included.
+    pub kept: u64,
     /// Sessions kept because they carry no (readable) end time: only `forget_before`.
     pub kept_without_time: Vec<String>,
     /// Evidence documents of the deleted sessions (their tool output) dropped from the index.
     /// Their files under the evidence root are left in place.
     pub evidence: u64,
 }
+
+/// The sessions a forget deletes, by id, and the report without its counts.
+type Chosen = (Vec<u32>, ForgetReport);
 
 impl Gatekeeper {
     /// Deletes the session `name` with its turns and postings; document frequencies, N and
@@ -32,22 +41,21 @@ impl Gatekeeper {
     /// # Errors
     /// [`Error::UnknownSession`] if no session has this name.
     pub fn forget_session(&self, name: &str) -> Result<ForgetReport> {
-        self.store().write(|view| -> Result<ForgetReport> {
-            let Some((id, _)) = view.session_by_name(name)? else {
-                return Err(Error::UnknownSession { name: name.to_string() });
-            };
-            let removed = view.remove_sessions(&[id], folded_lengths)?;
-            let evidence = view.remove_session_evidence(&[id])?;
-            Ok(ForgetReport {
-                evidence,
-                sessions: vec![name.to_string()],
-                turns: removed.turns,
-                pending_turns: removed.pending,
-                postings: removed.postings,
-                anchors_dropped: removed.anchors,
-                kept_without_time: Vec::new(),
-            })
+        self.store().write(|view| {
+            let chosen = choose_session(view, name)?;
+            forget(view, chosen)
         })
+    }
+
+    /// What [`Gatekeeper::forget_session`] would delete, in one read transaction that changes
+    /// nothing (an index opened read-only will do).
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::forget_session`].
+    pub fn forget_session_dry_run(&self, name: &str) -> Result<ForgetReport> {
+        let view = self.store().read()?;
+        let chosen = choose_session(&view, name)?;
+        measure(&view, chosen)
     }
 
     /// Deletes every session whose last turn (`time_end`, as imported) is before `date`
@@ -57,31 +65,80 @@ impl Gatekeeper {
     /// # Errors
     /// [`Error::InvalidInput`] if `date` is not a date.
     pub fn forget_before(&self, date: &str) -> Result<ForgetReport> {
-        let cutoff = parse_time(date).ok_or_else(|| Error::InvalidInput {
-            what: "date",
-            reason: format!("{date:?} is not a date: use YYYY-MM-DD or an RFC 3339 time"),
-        })?;
-        self.store().write(|view| -> Result<ForgetReport> {
-            let mut report = ForgetReport::default();
-            let mut ids = Vec::new();
-            for (id, record) in view.sessions()? {
-                match record.time_end.as_deref().and_then(parse_time) {
-                    Some(end) if end < cutoff => {
-                        ids.push(id);
-                        report.sessions.push(record.name);
-                    }
-                    Some(_) => {}
-                    None => report.kept_without_time.push(record.name),
-                }
-            }
-            let removed = view.remove_sessions(&ids, folded_lengths)?;
-            report.evidence = view.remove_session_evidence(&ids)?;
-            report.turns = removed.turns;
-            report.pending_turns = removed.pending;
-            report.postings = removed.postings;
-            report.anchors_dropped = removed.anchors;
-            Ok(report)
+        let cutoff = cutoff(date)?;
+        self.store().write(|view| {
+            let chosen = choose_before(view, cutoff)?;
+            forget(view, chosen)
         })
+    }
+
+    /// What [`Gatekeeper::forget_before`] would delete, in one read transaction that changes
+    /// nothing (an index opened read-only will do).
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::forget_before`].
+    pub fn forget_before_dry_run(&self, date: &str) -> Result<ForgetReport> {
+        let cutoff = cutoff(date)?;
+        let view = self.store().read()?;
+        let chosen = choose_before(&view, cutoff)?;
+        measure(&view, chosen)
+    }
+}
+
+fn cutoff(date: &str) -> Result<f64> {
+    parse_time(date).ok_or_else(|| Error::InvalidInput {
+        what: "date",
+        reason: format!("{date:?} is not a date: use YYYY-MM-DD or an RFC 3339 time"),
+    })
+}
+
+fn choose_session<S: Source>(view: &View<S>, name: &str) -> Result<Chosen> {
+    let Some((id, _)) = view.session_by_name(name)? else {
+        return Err(Error::UnknownSession { name: name.to_string() });
+    };
+    let kept = view.sessions()?.len().saturating_sub(1) as u64;
+    Ok((vec![id], ForgetReport { sessions: vec![name.to_string()], kept, ..ForgetReport::default() }))
+}
+
+fn choose_before<S: Source>(view: &View<S>, cutoff: f64) -> Result<Chosen> {
+    let mut report = ForgetReport::default();
+    let mut ids = Vec::new();
+    for (id, record) in view.sessions()? {
+        match record.time_end.as_deref().and_then(parse_time) {
+            Some(end) if end < cutoff => {
+                ids.push(id);
+                report.sessions.push(record.name);
+            }
+            Some(_) => report.kept += 1,
+            None => {
+                report.kept += 1;
+                report.kept_without_time.push(record.name);
+            }
+        }
+    }
+    Ok((ids, report))
+}
+
+fn forget(view: &mut View<WriteSource<'_>>, (ids, mut report): Chosen) -> Result<ForgetReport> {
+    let removed = view.remove_sessions(&ids, folded_lengths)?;
+    report.evidence = view.remove_session_evidence(&ids)?;
+    Ok(with_counts(report, removed))
+}
+
+fn measure<S: Source>(view: &View<S>, (ids, mut report): Chosen) -> Result<ForgetReport> {
+    let removed = view.measure_removal(&ids)?;
+    report.evidence = view.count_session_evidence(&ids)?;
+    report.dry_run = true;
+    Ok(with_counts(report, removed))
+}
+
+fn with_counts(report: ForgetReport, removed: Removed) -> ForgetReport {
+    ForgetReport {
+        turns: removed.turns,
+        pending_turns: removed.pending,
+        postings: removed.postings,
+        anchors_dropped: removed.anchors,
+        ..report
     }
 }
 
@@ -112,9 +169,58 @@ pub(crate) fn parse_time(text: &str) -> Option<f64> {
     Some(seconds(jiff::tz::TimeZone::UTC.to_timestamp(civil).ok()?))
 }
 
+/// A timestamp as sessions report it: Unix seconds (`1712131200.512`, as ChatGPT exports
+/// write them; milliseconds when above 10^11, as [`parse_time`] reads them) as RFC 3339 in
+/// UTC (`2024-04-03T08:00:00.512Z`); any other text as the source wrote it.
+pub(crate) fn display_time(text: String) -> String {
+    epoch_as_rfc3339(&text).unwrap_or(text)
+}
+
+fn epoch_as_rfc3339(text: &str) -> Option<String> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let whole: i64 = whole.parse().ok()?;
+    // Nanoseconds of a fraction of one `unit_nanos`, from its first digits (the rest is
+    // below a nanosecond).
+    let nanos_of = |unit_digits: usize| -> i64 {
+        let kept: String = fraction.chars().chain(std::iter::repeat('0')).take(unit_digits).collect();
+        kept.parse().unwrap_or(0)
+    };
+    let in_millis = text.parse::<f64>().is_ok_and(|v| v > 1e11);
+    let (seconds, nanos) = if in_millis {
+        (whole / 1000, (whole % 1000) * 1_000_000 + nanos_of(6))
+    } else {
+        (whole, nanos_of(9))
+    };
+    let nanos = i32::try_from(nanos).ok()?;
+    Some(jiff::Timestamp::new(seconds, nanos).ok()?.to_string())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_time;
+    use super::{display_time, parse_time};
+
+    #[test]
+    fn epoch_times_display_as_rfc3339_and_other_text_as_written() {
+        let shown = |t: &str| display_time(t.to_string());
+        assert_eq!(shown("1712131200"), "2024-04-03T08:00:00Z");
+        assert_eq!(shown("1712131200.512"), "2024-04-03T08:00:00.512Z");
+        assert_eq!(shown("1712131200.5123456789"), "2024-04-03T08:00:00.512345678Z");
+        assert_eq!(shown("1712131200512"), "2024-04-03T08:00:00.512Z", "milliseconds");
+        assert_eq!(shown("0"), "1970-01-01T00:00:00Z");
+        assert_eq!(shown("12."), "1970-01-01T00:00:12Z");
+        for kept in ["2025-10-02T07:00:18.358Z", "", ".5", "1e9", "-5", "9999999999999999999999", "x1"] {
+            assert_eq!(shown(kept), kept, "{kept:?} is not Unix seconds: shown as written");
+        }
+        // The shown time is the time forget reads.
+        for epoch in ["1712131200.512", "1712131200512", "1759388418.25"] {
+            let (read, written) = (parse_time(&shown(epoch)).unwrap(), parse_time(epoch).unwrap());
+            assert!((read - written).abs() < 1e-6, "{epoch}: {read} vs {written}");
+        }
+    }
 
     #[test]
     fn times_parse_and_order() {

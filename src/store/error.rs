@@ -13,6 +13,18 @@ pub enum Error {
         /// The missing directory.
         path: PathBuf,
     },
+    /// No index at the path (no file, or an empty one), for an open that must not create one.
+    #[error("no index at {}: create it with `ctxgate import` or `ctxgate add` first, or pass the --db of an existing index", .path.display())]
+    UnknownIndex {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A write to an index opened read-only.
+    #[error("{} is open read-only: open it with `Gatekeeper::open` to write", .path.display())]
+    ReadOnly {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file exists but is not a ctxgate index.
     #[error("{} is not a ctxgate index: pass the path of an index, or a new file to create one", .path.display())]
     NotAnIndex {
@@ -126,6 +138,8 @@ impl Error {
                 ErrorKind::NeedsRebuild
             }
             Error::Busy { .. } => ErrorKind::Busy,
+            Error::UnknownIndex { .. } => ErrorKind::UnknownIndex,
+            Error::ReadOnly { .. } => ErrorKind::ReadOnly,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
             Error::Damaged { .. } => ErrorKind::Damaged,
             Error::Database(_) => ErrorKind::Database,

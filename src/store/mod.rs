@@ -37,6 +37,12 @@
 //! `run_file`), and merges the runs into the lists at its end (module `runs`). Rows a bulk
 //! write has in key order (a batch's turns, the merged chunks) go in through one redb cursor,
 //! a leaf at a time (module `sorted`).
+//!
+//! # Read-only opens
+//! [`Store::open_read_only`] opens redb's `ReadOnlyDatabase`: nothing is created or written
+//! (a read-write open changes the file's header even when nothing is written, and its clean
+//! close commits), and other read-only opens share the file. Its writes fail
+//! [`Error::ReadOnly`].
 
 mod cursor;
 mod damage;
@@ -102,9 +108,46 @@ pub struct StoreOptions {
 
 /// An open index file.
 pub struct Store {
-    db: redb::Database,
+    db: Engine,
     path: PathBuf,
     quick_repair: bool,
+}
+
+/// The redb handle: read-write (exclusive), or read-only (shared with other readers).
+enum Engine {
+    ReadWrite(redb::Database),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Engine {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Engine::ReadWrite(db) => db.begin_read(),
+            Engine::ReadOnly(db) => db.begin_read(),
+        }
+    }
+
+    /// The read-write handle, or [`Error::ReadOnly`].
+    fn writable(&self, path: &Path) -> Result<&redb::Database, Error> {
+        match self {
+            Engine::ReadWrite(db) => Ok(db),
+            Engine::ReadOnly(_) => Err(Error::ReadOnly { path: path.to_path_buf() }),
+        }
+    }
+
+    fn begin_write(&self, path: &Path) -> Result<redb::WriteTransaction, Error> {
+        Ok(self.writable(path)?.begin_write()?)
+    }
+}
+
+/// What a look at an existing file without modifying it found.
+enum Look {
+    /// A ctxgate index of this version, open read-only.
+    Index(redb::ReadOnlyDatabase),
+    /// A redb file that was not closed cleanly: only a read-write open can repair it.
+    Unclean,
+    /// A redb file without tables: an index once a read-write open initializes it.
+    Empty,
 }
 
 impl Store {
@@ -116,6 +159,57 @@ impl Store {
     /// (redb panicked reading the file, or found it inconsistent).
     pub fn open(path: &Path, options: &StoreOptions) -> Result<Store, Error> {
         damage::catch_redb_panic(path, || Store::open_checked(path, options))
+    }
+
+    /// Opens the existing index at `path` read-only: no file is created or modified, and other
+    /// read-only opens may share it (a read-write open waits for them, as they wait for it).
+    ///
+    /// A file a writer left unfinished is first finished by a read-write open, logged: redb's
+    /// repair of a file not closed cleanly, the merge of a killed import's runs, the evidence
+    /// tables of an index made before evidence existed. Otherwise nothing writes.
+    ///
+    /// # Errors
+    /// [`Error::UnknownIndex`] if there is no file (or an empty one) at `path`; else as
+    /// [`Store::open`].
+    pub fn open_read_only(path: &Path, options: &StoreOptions) -> Result<Store, Error> {
+        damage::catch_redb_panic(path, || Store::open_read_only_checked(path, options))
+    }
+
+    fn open_read_only_checked(path: &Path, options: &StoreOptions) -> Result<Store, Error> {
+        let unknown = || Error::UnknownIndex { path: path.to_path_buf() };
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(unknown()),
+            Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
+            Ok(m) if m.is_dir() => return Err(Error::NotAnIndex { path: path.to_path_buf() }),
+            Ok(m) if !m.is_file() => return Err(Error::NotARegularFile { path: path.to_path_buf() }),
+            Ok(m) if m.len() == 0 => return Err(unknown()),
+            Ok(_) => {}
+        }
+        let mut finished = false;
+        loop {
+            let unfinished = match look(path, options)? {
+                Look::Empty => return Err(unknown()),
+                Look::Unclean => "it was not closed cleanly",
+                Look::Index(db) => {
+                    let txn = db.begin_read()?;
+                    let evidence = txn.list_tables()?.any(|t| redb::TableHandle::name(&t) == "evidence");
+                    let runs = has_rows(&txn, RUNS)? || has_rows(&txn, RUN_FILES)?;
+                    drop(txn);
+                    if evidence && !runs {
+                        let db = Engine::ReadOnly(db);
+                        return Ok(Store { db, path: path.to_path_buf(), quick_repair: options.quick_repair });
+                    }
+                    if runs { "an import was interrupted" } else { "it has no evidence tables yet" }
+                }
+            };
+            if finished {
+                // Another writer left it unfinished again in between: it is in use, retry.
+                return Err(Error::Busy { path: path.to_path_buf(), waited: Duration::ZERO });
+            }
+            log::info!("{}: {unfinished}; finishing it before reading it", path.display());
+            drop(Store::open(path, options)?);
+            finished = true;
+        }
     }
 
     fn open_checked(path: &Path, options: &StoreOptions) -> Result<Store, Error> {
@@ -138,7 +232,7 @@ impl Store {
         let db = with_busy_wait(path, options.busy_timeout, || {
             redb::Database::builder().set_cache_size(options.cache_bytes).create(path)
         })?;
-        let store = Store { db, path: path.to_path_buf(), quick_repair: options.quick_repair };
+        let store = Store { db: Engine::ReadWrite(db), path: path.to_path_buf(), quick_repair: options.quick_repair };
         store.check_or_initialize()?;
         store.merge_interrupted_runs()?;
         Ok(store)
@@ -173,7 +267,7 @@ impl Store {
     /// larger half of the work), through a read transaction begun once the write one holds
     /// the index: both see the same runs.
     pub fn merge_runs(&self) -> Result<Merged, Error> {
-        let mut txn = self.db.begin_write()?;
+        let mut txn = self.db.begin_write(&self.path)?;
         let read = self.db.begin_read()?;
         txn.set_quick_repair(self.quick_repair);
         let in_table = has_rows(&read, RUNS)?;
@@ -246,7 +340,7 @@ impl Store {
                 drop(txn);
                 if !has_evidence {
                     // An index made before evidence existed: the same format plus four tables.
-                    let txn = self.db.begin_write()?;
+                    let txn = self.db.begin_write(&self.path)?;
                     create_evidence_tables(&txn)?;
                     txn.commit()?;
                 }
@@ -267,7 +361,7 @@ impl Store {
     }
 
     fn initialize(&self) -> Result<(), Error> {
-        let txn = self.db.begin_write()?;
+        let txn = self.db.begin_write(&self.path)?;
         {
             let mut meta = txn.open_table(META)?;
             let bytes = postcard::to_allocvec(&format::new_meta()).map_err(|e| corrupt("new meta", e))?;
@@ -332,7 +426,7 @@ impl Store {
         &self,
         f: impl FnOnce(&mut View<WriteSource<'_>>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let mut txn = self.db.begin_write().map_err(Error::from)?;
+        let mut txn = self.db.begin_write(&self.path)?;
         txn.set_quick_repair(self.quick_repair);
         let result = {
             let tables = Tables {
@@ -373,7 +467,7 @@ impl Store {
     /// whose pages leave less than [`REWRITE_UNUSED_SHARE`] of their bytes unused (one already
     /// rewritten, say) is left as it is: then `progress(0, 0)` and 0 chunks.
     pub fn rewrite_postings_in_key_order(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, Error> {
-        let mut txn = self.db.begin_write()?;
+        let mut txn = self.db.begin_write(&self.path)?;
         txn.set_quick_repair(self.quick_repair);
         let total = {
             let old = txn.open_table(POSTINGS)?;
@@ -408,7 +502,21 @@ impl Store {
     /// Compacts the file (redb `Database::compact`): moves pages down and truncates the free
     /// space at the end. Returns true if anything moved. Needs no open transaction.
     pub fn compact(&mut self) -> Result<bool, Error> {
-        Ok(self.db.compact().map_err(redb::Error::from)?)
+        match &mut self.db {
+            Engine::ReadWrite(db) => Ok(db.compact().map_err(redb::Error::from)?),
+            Engine::ReadOnly(_) => Err(Error::ReadOnly { path: self.path.clone() }),
+        }
+    }
+
+    /// Whether the index was opened read-only ([`Store::open_read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.db, Engine::ReadOnly(_))
+    }
+
+    /// [`Error::ReadOnly`] if the index was opened read-only: for writers that touch files
+    /// beside the index before their first transaction.
+    pub fn check_writable(&self) -> Result<(), Error> {
+        self.db.writable(&self.path).map(|_| ())
     }
 }
 
@@ -459,6 +567,15 @@ fn bits_apart(a: &[u8], b: &[u8]) -> u32 {
 
 /// Checks, without modifying it, that an existing file is a ctxgate index of this version.
 fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
+    if let Look::Unclean = look(path, options)? {
+        log::warn!("{} was not closed cleanly; repairing it", path.display());
+    }
+    Ok(())
+}
+
+/// Looks at an existing file without modifying it: a ctxgate index of this version (open
+/// read-only), a redb file to repair or to initialize, or an error.
+fn look(path: &Path, options: &StoreOptions) -> Result<Look, Error> {
     let not_ours = || Error::NotAnIndex { path: path.to_path_buf() };
     let mut head = [0u8; 9];
     let read = std::fs::File::open(path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head));
@@ -482,19 +599,18 @@ fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
             other => other.map(Some),
         }
     })?;
-    let Some(db) = db else {
-        log::warn!("{} was not closed cleanly; repairing it", path.display());
-        return Ok(());
-    };
+    let Some(db) = db else { return Ok(Look::Unclean) };
     let txn = db.begin_read()?;
     match txn.open_table(META) {
         Ok(table) => {
             let bytes = table.get(META_KEY)?.ok_or_else(|| meta_missing(path, &txn))?;
             format::check_meta(path, bytes.value())?;
-            Ok(())
+            drop(table);
+            drop(txn);
+            Ok(Look::Index(db))
         }
         // An empty redb file becomes an index; one with other tables is someone else's.
-        Err(redb::TableError::TableDoesNotExist(_)) if txn.list_tables()?.next().is_none() => Ok(()),
+        Err(redb::TableError::TableDoesNotExist(_)) if txn.list_tables()?.next().is_none() => Ok(Look::Empty),
         Err(redb::TableError::TableDoesNotExist(_) | redb::TableError::TableTypeMismatch { .. }) => {
             Err(not_ours())
         }

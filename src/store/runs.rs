@@ -355,7 +355,7 @@ mod tests {
     use super::super::tables::{RUN_FILES, RUNS};
     use super::super::{FoldTarget, PendingRow, Store, StoreOptions, View, WriteSource, block_key, run_file};
     use super::*;
-    use redb::{ReadableDatabase, ReadableTableMetadata};
+    use redb::ReadableTableMetadata;
     use std::collections::BTreeSet;
 
     type Turn = (u32, u32, Vec<u64>);
@@ -546,7 +546,7 @@ mod tests {
         {
             // Moved from the file to `posting_runs`, keyed as such a build wrote them.
             let file = run_file::path_of(&dir_runs.path().join("index.redb"));
-            let txn = runs.db.begin_write()?;
+            let txn = runs.db.begin_write(&runs.path)?;
             {
                 let spans: Vec<(u32, run_file::RunSpan)> = (txn.open_table(RUN_FILES)?.iter()?)
                     .map(|e| e.map(|(run, span)| (run.value(), run_file::RunSpan::from_row(span.value()))))

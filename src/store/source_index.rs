@@ -20,9 +20,13 @@ impl SourceIndex {
     /// Opens `path` read-only. Accepts any anchor-rules version; the format must be this one.
     ///
     /// # Errors
-    /// [`Error::NotAnIndex`], [`Error::TooNew`], [`Error::Busy`].
+    /// [`Error::UnknownIndex`], [`Error::NotAnIndex`], [`Error::TooNew`], [`Error::Busy`].
     pub fn open(path: &Path, options: &StoreOptions) -> Result<SourceIndex, Error> {
         let not_ours = || Error::NotAnIndex { path: path.to_path_buf() };
+        // No file, or an empty one: nothing to rebuild (and a new index would be empty).
+        if !path.exists() || path.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+            return Err(Error::UnknownIndex { path: path.to_path_buf() });
+        }
         if !path.is_file() {
             return Err(not_ours());
         }

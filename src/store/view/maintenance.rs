@@ -17,6 +17,56 @@ pub struct Removed {
     pub anchors: u64,
 }
 
+impl<S: Source> View<S> {
+    /// What [`View::remove_sessions`] would take out for `ids`, counted without changing
+    /// anything: the same turns, pending turns, posting chunks, postings and dropped anchors.
+    pub fn measure_removal(&self, ids: &[u32]) -> Result<Removed, Error> {
+        let mut removed = Removed::default();
+        if ids.is_empty() {
+            return Ok(removed);
+        }
+        let doomed: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
+        for &id in &doomed {
+            for entry in self.tables.turns.range(block_key(id, 0)..=block_key(id, u32::MAX))? {
+                let (key, _) = entry?;
+                let (s, t) = split_block_key(key.value());
+                removed.turns += 1;
+                removed.pending += u64::from(self.pending.get(s, t).is_some());
+            }
+        }
+        let mut df_drop: IdentityHashMap<u64, u64> = IdentityHashMap::default();
+        for entry in self.tables.postings.iter()? {
+            let (key, value) = entry?;
+            let (hash, session, chunk) = keys::split_posting_key(key.value());
+            if !doomed.contains(&session) {
+                continue;
+            }
+            let n = chunk_len(value.value())
+                .map_err(|e| corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e))?;
+            *df_drop.entry(hash).or_default() += n;
+            removed.postings += n;
+            removed.chunks += 1;
+        }
+        for (hash, drop) in df_drop {
+            let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
+            if df <= drop {
+                removed.anchors += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// How many evidence documents [`View::remove_session_evidence`] would drop for `sessions`.
+    pub fn count_session_evidence(&self, sessions: &[u32]) -> Result<u64, Error> {
+        let mut count = 0;
+        self.for_each_evidence(|_, r| {
+            count += u64::from(r.session.is_some_and(|s| sessions.contains(&s)));
+            true
+        })?;
+        Ok(count)
+    }
+}
+
 impl View<WriteSource<'_>> {
     /// Deletes sessions with their turns, pending rows, postings and names, and takes them out
     /// of the document frequencies and folded statistics. `folded_lengths` gives the exact side
