@@ -196,7 +196,8 @@ pub const DEFAULT_READ_BYTES: u32 = 64 * 1024;
 const SELECT_CONTEXT: &str = "Call this BEFORE answering a user message: returns the past turns of \
 the session that the message needs, pruned to the relevant sentences, within a token budget, with \
 the topic gate's decision and why each turn was chosen. Use the blocks as context for your answer. \
-An unknown session (no turn recorded yet) is an error of kind unknown_session: then answer without context.";
+An unknown session (no turn recorded yet) is an error of kind unknown_session, and a new index (no turn \
+recorded in any session) one of kind unknown_index: then answer without context, and record the turn.";
 const BUILD_PROMPT: &str = "Call this BEFORE answering a user message, instead of select_context when \
 you want ready-to-send text: the selected past turns and the question, rendered as one prompt that \
 fits the budget.";
@@ -403,19 +404,19 @@ impl Core {
                     policy: p.policy,
                     ..SelectOptions::default()
                 };
-                self.with_index(|gk| document(&gk.session(&p.session)?.select_with(&p.query, &options)?))
+                self.read(|gk| document(&gk.session(&p.session)?.select_with(&p.query, &options)?))
             }
             "build_prompt" => {
                 let p: BuildPromptParams = parse(name, args)?;
                 let options = SelectOptions { budget: p.budget, ..SelectOptions::default() };
-                self.with_index(|gk| {
+                self.read(|gk| {
                     let prompt = gk.session(&p.session)?.build_prompt_with(&p.query, &options)?;
                     document(&Prompted { session: &p.session, query: &p.query, prompt })
                 })
             }
             "record_turn" => {
                 let p: RecordTurnParams = parse(name, args)?;
-                self.with_index(|gk| {
+                self.write(|gk| {
                     let turn_id = gk.session(&p.session)?.add_turn(&p.user, &p.assistant)?;
                     document(&Added { session: &p.session, turn_id })
                 })
@@ -423,20 +424,18 @@ impl Core {
             "search_history" => {
                 let p: SearchHistoryParams = parse(name, args)?;
                 let limit = p.limit.unwrap_or(DEFAULT_SEARCH_LIMIT) as usize;
-                self.with_index(|gk| {
-                    document(&Searched { query: &p.query, hits: gk.search(&p.query, limit)? })
-                })
+                self.read(|gk| document(&Searched { query: &p.query, hits: gk.search(&p.query, limit)? }))
             }
             "gate" => {
                 let p: GateParams = parse(name, args)?;
-                self.with_index(|gk| {
+                self.read(|gk| {
                     let decision = gk.session(&p.session)?.gate(&p.query, p.as_of)?;
                     document(&Gated { session: &p.session, query: &p.query, decision })
                 })
             }
             "list_sessions" => {
                 let _: ListSessionsParams = parse(name, args)?;
-                self.with_index(|gk| document(&Sessions { sessions: gk.sessions()? }))
+                self.read(|gk| document(&Sessions { sessions: gk.sessions()? }))
             }
             "import_logs" => {
                 let p: ImportLogsParams = parse(name, args)?;
@@ -453,7 +452,7 @@ impl Core {
                     ..ImportOptions::default()
                 };
                 // A file name that is not UTF-8 is reported lossily (`FileReport` serializes so).
-                self.with_index(|gk| document(&gk.import(&p.paths, &options)?))
+                self.write(|gk| document(&gk.import(&p.paths, &options)?))
             }
             "store_evidence" => {
                 let p: StoreEvidenceParams = parse(name, args)?;
@@ -462,7 +461,7 @@ impl Core {
                     None => None,
                 };
                 let options = EvidenceOptions { spec: spec.as_ref(), kind: p.kind.as_deref() };
-                self.with_index(|gk| {
+                self.write(|gk| {
                     let projection = gk.put_evidence(&p.reference, p.content.as_bytes(), &options)?;
                     document(&Stored { projection })
                 })
@@ -470,7 +469,7 @@ impl Core {
             "read_evidence" => {
                 let p: ReadEvidenceParams = parse(name, args)?;
                 let max = p.max_bytes.unwrap_or(DEFAULT_READ_BYTES) as usize;
-                self.with_index(|gk| {
+                self.read(|gk| {
                     let bytes = gk.read_evidence(&p.reference, p.pointer.as_deref())?;
                     let text = String::from_utf8_lossy(&bytes);
                     let cut = text.floor_char_boundary(max.min(text.len()));
@@ -490,13 +489,28 @@ impl Core {
         }
     }
 
-    /// Opens the index, runs `f`, and drops the index before returning. A damaged file is a
-    /// tool error of kind `damaged` naming it (redb may panic on one: caught here, so the
-    /// server goes on serving), and any other panic one of kind `internal`.
-    fn with_index(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
+    /// [`Core::with_index`] on the index opened read-only: a query neither creates the file
+    /// nor changes a byte of it, and shares it with other readers.
+    fn read(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
+        self.with_index(|db, options| Gatekeeper::open_read_only(db, options), f)
+    }
+
+    /// [`Core::with_index`] on the index opened for writing (created if missing).
+    fn write(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
+        self.with_index(|db, options| Gatekeeper::open(db, options), f)
+    }
+
+    /// Opens the index with `open`, runs `f`, and drops the index before returning. A damaged
+    /// file is a tool error of kind `damaged` naming it (redb may panic on one: caught here, so
+    /// the server goes on serving), and any other panic one of kind `internal`.
+    fn with_index(
+        &self,
+        open: fn(&std::path::Path, Options) -> crate::Result<Gatekeeper>,
+        f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>,
+    ) -> Result<Value, ToolError> {
         let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let caught = crate::store::catch_panic(&self.db, || {
-            let gatekeeper = Gatekeeper::open(&self.db, self.options.clone())?;
+            let gatekeeper = open(&self.db, self.options.clone())?;
             f(&gatekeeper)
         });
         match caught {
@@ -647,9 +661,11 @@ mod tests {
         let turn = serde_json::json!({"session": "s", "user": "How do I expire a Redis lock?", "assistant": "PX 30000."});
         let added = core.call("record_turn", args(turn)).expect("record_turn");
         assert_eq!(added["turn_id"], 0);
+        let before = std::fs::read(core.db()).expect("the index");
         let query = serde_json::json!({"session": "s", "query": "redis lock"});
         let selected = core.call("select_context", args(query)).expect("select_context");
         assert_eq!(selected["blocks"][0]["turn_id"], 0);
+        assert!(std::fs::read(core.db()).expect("the index") == before, "a query changed the index file");
         assert_eq!(selected["schema_version"], SCHEMA_VERSION);
     }
 
@@ -691,11 +707,18 @@ mod tests {
         let kind = |tool: &str, a: Value| core.call(tool, args(a)).map(|_| ()).map_err(|e| e.kind);
         assert_eq!(kind("nope", serde_json::json!({})), Err("unknown_tool"));
         assert_eq!(kind("gate", serde_json::json!({"session": "s"})), Err("bad_input"));
+        // A query creates no index.
+        assert_eq!(kind("gate", serde_json::json!({"session": "s", "query": "q"})), Err("unknown_index"));
+        assert_eq!(kind("list_sessions", serde_json::json!({})), Err("unknown_index"));
+        assert!(!core.db().exists(), "a read-only tool created the index");
+        let turn =
+            serde_json::json!({"session": "t", "user": "How do I expire a Redis lock?", "assistant": "PX."});
+        core.call("record_turn", args(turn)).expect("record_turn");
         assert_eq!(kind("gate", serde_json::json!({"session": "s", "query": "q"})), Err("unknown_session"));
         assert_eq!(kind("list_sessions", serde_json::json!({"extra": 1})), Err("bad_input"));
         assert_eq!(
-            core.call("list_sessions", None).map(|v| v["sessions"].clone()),
-            Ok(serde_json::json!([]))
+            core.call("list_sessions", None).map(|v| v["sessions"][0]["name"].clone()),
+            Ok(serde_json::json!("t"))
         );
     }
 }

@@ -57,9 +57,9 @@ async def main(binary: str, db: str, log: str) -> dict:
                 assert tool.output_schema is not None, f"{tool.name} declares no output schema"
                 check_schema(tool.name, tool.output_schema)
 
-            # The first reply of a new session, and a bad argument: errors the model must see.
+            # The first reply on a new index, and a bad argument: errors the model must see.
             first = await session.call_tool("select_context", {"session": "work", "query": "redis lock"})
-            findings["unknown_session"] = error_document(first)["kind"]
+            findings["new_index"] = error_document(first)["kind"]
             bad = await session.call_tool("select_context", {"session": "work"})
             findings["bad_input"] = error_document(bad)["kind"]
 
@@ -86,6 +86,9 @@ async def main(binary: str, db: str, log: str) -> dict:
             findings["imported_turns"] = results["import_logs"]["new_turns"]
             findings["read"] = results["read_evidence"]["content"]
             findings["sessions"] = sorted(s["name"] for s in results["list_sessions"]["sessions"])
+            # The first reply of a new session in an index that has others.
+            other = await session.call_tool("select_context", {"session": "other", "query": "redis lock"})
+            findings["new_session"] = error_document(other)["kind"]
     return findings
 
 
