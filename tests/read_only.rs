@@ -314,3 +314,29 @@ fn unix_second_times_are_shown_as_rfc3339() -> TestResult {
     assert_eq!(gk.sessions()?[0].time_start.as_deref(), Some("2024-04-03T08:00:00.512Z"));
     Ok(())
 }
+
+/// Without `--db`, the index is `index.redb` in the platform data directory
+/// (`$XDG_DATA_HOME/ctxgate` on Linux): a query there creates not even the directory, a turn
+/// added creates both, and the query then reads it.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_default_index_is_created_only_by_a_command_that_writes() -> TestResult {
+    let home = tempfile::tempdir()?;
+    let data = home.path().join("data");
+    let at_home = |args: &[&str]| -> TestResult<common::Run> {
+        let output =
+            common::ctxgate().env("HOME", home.path()).env("XDG_DATA_HOME", &data).args(args).output()?;
+        Ok(common::Run::from_output(output))
+    };
+    let default = data.join("ctxgate").join("index.redb");
+    let missing = at_home(&["--json", "sessions"])?.expect_code(6)?;
+    assert_eq!(missing.json_error()?.error.kind, "unknown_index");
+    assert!(missing.stderr.contains(&default.display().to_string()), "{}", missing.stderr);
+    assert!(!data.exists(), "a query created {}", data.display());
+    at_home(&["add", "-s", "s", "--user", "How do I expire a Redis lock?", "--assistant", "PX 30000."])?
+        .ok()?;
+    assert!(default.is_file(), "add did not create {}", default.display());
+    let listed = at_home(&["sessions"])?.ok()?;
+    assert!(listed.stdout.contains('s'), "{}", listed.stdout);
+    Ok(())
+}

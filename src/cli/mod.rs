@@ -47,7 +47,9 @@ An internal error (a bug in ctxgate, to report) exits 1 with an error of kind `i
 #[derive(Parser)]
 #[command(name = "ctxgate", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
-    /// Index file [default: $CTXGATE_DB, else index.redb in the platform data directory]
+    /// Index file [default: $CTXGATE_DB, else index.redb in the platform data directory:
+    /// ~/.local/share/ctxgate ($XDG_DATA_HOME/ctxgate) on Linux, ~/Library/Application
+    /// Support/ctxgate on macOS, %APPDATA%\ctxgate\data on Windows]
     #[arg(long, global = true, env = "CTXGATE_DB", value_name = "PATH")]
     db: Option<PathBuf>,
     /// Evidence root [default: $CTXGATE_EVIDENCE_ROOT, else the one recorded in the index, else
@@ -208,8 +210,8 @@ pub fn main() -> std::process::ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let mut global = global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root)?;
-    global.access = access(&cli.command);
+    let access = access(&cli.command);
+    let global = global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root, access)?;
     let db = global.db.clone();
     // A damaged file can make redb panic anywhere in a command: that is an error naming the
     // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
@@ -232,12 +234,13 @@ fn global(
     threads: usize,
     busy_timeout: f64,
     evidence_root: Option<PathBuf>,
+    access: Access,
 ) -> anyhow::Result<Global> {
     let db = match db {
         Some(path) => path,
-        None => default_db()?,
+        None => default_db(access)?,
     };
-    Ok(Global { db, json, threads, busy_timeout, evidence_root, access: Access::Create })
+    Ok(Global { db, json, threads, busy_timeout, evidence_root, access })
 }
 
 fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
@@ -261,12 +264,15 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
     }
 }
 
-/// `index.redb` in the platform data directory, created if missing.
-fn default_db() -> anyhow::Result<PathBuf> {
+/// `index.redb` in the platform data directory; the directory is created only by a command
+/// that creates the index (a query on a fresh machine creates nothing).
+fn default_db(access: Access) -> anyhow::Result<PathBuf> {
     let dirs = directories::ProjectDirs::from("", "", "ctxgate")
         .context("cannot find a home directory for the default index: pass --db or set CTXGATE_DB")?;
     let dir = dirs.data_dir();
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    if access == Access::Create {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     Ok(dir.join("index.redb"))
 }
 

@@ -26,7 +26,8 @@ pub struct Run {
 }
 
 impl Run {
-    fn from_output(output: Output) -> Run {
+    /// The outcome of a finished process.
+    pub fn from_output(output: Output) -> Run {
         Run {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
