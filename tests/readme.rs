@@ -128,7 +128,7 @@ fn every_command_global_flag_and_exit_code_of_the_help_is_in_the_readme() -> Tes
     }
     let codes = paragraph(&readme, "Errors go to stderr");
     let listed = help.split("Exit codes:").nth(1).ok_or("no exit codes in --help")?;
-    for code in listed.lines().filter_map(|l| l.trim_start().split_whitespace().next()?.parse::<u8>().ok()) {
+    for code in listed.lines().filter_map(|l| l.split_whitespace().next()?.parse::<u8>().ok()) {
         assert!(codes.contains(&format!(" {code} ")), "exit code {code} is not in the README:\n{codes}");
     }
     for kind in ["unknown_index", "unknown_session", "busy", "damaged"] {
