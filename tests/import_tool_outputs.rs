@@ -19,6 +19,9 @@ struct ImportDoc {
     skipped: u64,
     tool_outputs: u64,
     tool_outputs_failed: u64,
+    files_imported: u64,
+    files_skipped: u64,
+    files_failed: u64,
     seconds: f64,
     schema_version: u32,
 }
@@ -27,6 +30,7 @@ struct ImportDoc {
 #[serde(deny_unknown_fields)]
 struct FileDoc {
     path: String,
+    status: String,
     format: String,
     sessions: Vec<serde_json::Value>,
     new_turns: u64,
