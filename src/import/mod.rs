@@ -1,7 +1,7 @@
 //! Reading the conversation logs people already have: log bytes in, conversations of turns out.
 //! This module knows nothing of the index; `crate::write` plans and writes what it reads.
 //!
-//! A file's format is detected from its beginning ([`detect_file`]) or given; each format has
+//! A file's format is detected from its first record ([`detect_file`]) or given; each format has
 //! its parser (one module each, field notes in `docs/DESIGN.md` §8), all built on the pairing
 //! rules every format shares ([`turns`]). The canonical JSONL format is also read a block of
 //! lines at a time (`lines`), for imports whose memory is bounded by a batch. Tool results
@@ -387,7 +387,41 @@ pub fn read_file(path: &Path, format: Format, skip_invalid: bool) -> Result<Pars
 
 #[cfg(test)]
 mod tests {
-    use super::Format;
+    use super::*;
+
+    /// A record cut by the end of the text read is "read more"; a complete one is judged, and
+    /// text that is no record ctxgate reads is "not a format", without reading more.
+    #[test]
+    fn the_first_record_is_judged_only_once_complete() {
+        let line = r#"{"session":"s","user":"u","assistant":"a"}"#;
+        assert_eq!(first_record(line), Some(Some(Format::Jsonl)));
+        assert_eq!(first_record(&format!("\u{feff}\n\n{line}\n{{broken")), Some(Some(Format::Jsonl)));
+        for cut in [1, 10, line.len() - 1] {
+            assert_eq!(first_record(&line[..cut]), None, "{}", &line[..cut]);
+        }
+        assert_eq!(first_record("[{\"mapping\": {}, \"title\": \"t\""), None);
+        assert_eq!(first_record("[{\"mapping\": {}}, {\"mapp"), Some(Some(Format::ChatGpt)));
+        // One exported conversation, pretty-printed over lines.
+        assert_eq!(first_record("{\n  \"chat_messages\": []\n}\n"), Some(Some(Format::Claude)));
+        assert_eq!(first_record("{\"display\": \"a prompt\"}\n"), Some(None));
+        assert_eq!(first_record("not json"), Some(None));
+        assert_eq!(first_record("[]"), Some(None));
+        assert_eq!(first_record("  \n"), None);
+    }
+
+    #[test]
+    fn detect_file_reads_past_its_first_window_for_a_long_first_line()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("long.jsonl");
+        let user = "y".repeat(1 << 20);
+        std::fs::write(&path, format!("{{\"session\":\"s\",\"user\":\"{user}\",\"assistant\":\"a\"}}\n"))?;
+        assert_eq!(detect_file(&path)?, Format::Jsonl);
+        // Cut in its middle, the record is not a format: nothing is guessed.
+        std::fs::write(&path, format!("{{\"session\":\"s\",\"user\":\"{user}"))?;
+        assert!(matches!(detect_file(&path), Err(Error::UnknownFormat { .. })));
+        Ok(())
+    }
 
     #[test]
     fn json_names_are_the_command_line_names() {
