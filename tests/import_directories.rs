@@ -450,3 +450,31 @@ fn export_then_import_restores_tool_outputs_as_evidence() -> TestResult {
     assert_eq!((&doc["new_turns"], &doc["tool_outputs"]), (&json!(1), &json!(0)), "{doc:#}");
     Ok(())
 }
+
+/// The server's `import_logs` returns the document `import --json` prints, per-file statuses
+/// included, and it conforms to the tool's output schema. A failed file is in the document, not
+/// a tool error: the other files were imported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_logs_reports_every_file_as_the_cli_does() -> common::mcp::McpResult {
+    use common::mcp::{check_schema, ok, start};
+    let cli = TestEnv::new().map_err(|e| e.to_string())?;
+    let mixed = mixed(&cli).map_err(|e| e.to_string())?;
+    let run =
+        cli.run(["--json".as_ref(), "import".as_ref(), mixed.dir.as_os_str()]).map_err(|e| e.to_string())?;
+    let mut expected: Value = serde_json::from_str(&run.stdout)?;
+
+    let server = TestEnv::new().map_err(|e| e.to_string())?;
+    let client = start(&server.db).await?;
+    let mut got = ok(&client, "import_logs", json!({"paths": [mixed.dir]})).await?;
+    let tools = client.list_all_tools().await?;
+    let tool = tools.iter().find(|t| t.name == "import_logs").ok_or("no import_logs")?;
+    let schema = Value::Object(tool.output_schema.as_ref().ok_or("no output schema")?.as_ref().clone());
+    check_schema(&got, &schema, &schema, "import_logs").map_err(|e| format!("{e}\nschema: {schema}"))?;
+    client.cancel().await?;
+    for doc in [&mut expected, &mut got] {
+        doc.as_object_mut().ok_or("not an object")?.remove("seconds");
+    }
+    assert_eq!(got, expected);
+    assert_eq!((&got["files_imported"], &got["files_failed"]), (&json!(4), &json!(1)));
+    Ok(())
+}
