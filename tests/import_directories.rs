@@ -117,6 +117,12 @@ fn mixed(env: &TestEnv) -> TestResult<Mixed> {
         .to_string()
             + "\n",
     )?;
+    // A Gemini CLI session file (`~/.gemini/tmp/<project>/chats/session-*.json`), pretty-printed.
+    let gemini = json!({"sessionId": "9b1c", "projectHash": "a1b2", "startTime": "2025-09-01T10:00:00.000Z",
+        "messages": [{"id": "m1", "timestamp": "2025-09-01T10:00:01.000Z", "type": "user", "content": "explain raft"},
+                     {"id": "m2", "timestamp": "2025-09-01T10:00:02.000Z", "type": "gemini", "content": "a consensus protocol"}]});
+    std::fs::write(root.join("c-gemini-session.json"), serde_json::to_string_pretty(&gemini)?)?;
+    // A Gemini CLI checkpoint: an array of `{role, parts}`.
     std::fs::write(
         root.join("c-gemini.json"),
         json!([{"role": "user", "parts": [{"text": "explain raft"}]},
@@ -189,6 +195,7 @@ fn a_directory_import_reports_every_file_and_imports_past_failures() -> TestResu
         vec![
             row("a-canonical.jsonl", "imported", "jsonl", 2),
             row("b-history.jsonl", "skipped", "auto", 0),
+            row("c-gemini-session.json", "skipped", "auto", 0),
             row("c-gemini.json", "skipped", "auto", 0),
             row("d-broken.jsonl", "failed", "openai", 0),
             row("e-claude-code.jsonl", "imported", "claude-code", 2),
@@ -204,10 +211,10 @@ fn a_directory_import_reports_every_file_and_imports_past_failures() -> TestResu
     );
     assert_eq!(
         (&doc["files_imported"], &doc["files_skipped"], &doc["files_failed"], &doc["new_turns"]),
-        (&json!(4), &json!(7), &json!(1), &json!(7)),
+        (&json!(4), &json!(8), &json!(1), &json!(7)),
         "{doc:#}"
     );
-    let broken = doc["files"][3].clone();
+    let broken = doc["files"][4].clone();
     assert_eq!(broken["error_kind"], json!("bad_log"), "{broken:#}");
     let reason = broken["reason"].as_str().ok_or("no reason")?;
     assert!(reason.starts_with(&format!("{}:4: invalid JSON", mixed.broken.display())), "{reason}");
@@ -232,7 +239,7 @@ fn a_directory_import_reports_every_file_and_imports_past_failures() -> TestResu
     let human = env.run(["import".as_ref(), mixed.dir.as_os_str()])?.expect_code(7)?;
     assert!(human.stdout.contains("b-history.jsonl: skipped: not a log format"), "{}", human.stdout);
     assert!(human.stdout.contains("d-broken.jsonl: FAILED, nothing imported: "), "{}", human.stdout);
-    assert!(human.stdout.contains("4 files imported, 7 skipped, 1 FAILED: 0 new turns"), "{}", human.stdout);
+    assert!(human.stdout.contains("4 files imported, 8 skipped, 1 FAILED: 0 new turns"), "{}", human.stdout);
     assert!(human.stderr.contains("1 file failed (listed above"), "{}", human.stderr);
 
     // Fixed, the file imports on its own run and everything else is already there: exit 0.

@@ -340,8 +340,8 @@ fn sniff_line(v: &serde_json::Value) -> Option<Format> {
         return Some(Format::ClaudeCode);
     }
     // OpenAI chat messages, or a Batch API request line carrying them in its `body`.
-    if v.get("messages").is_some_and(|m| m.is_array())
-        || v.get("body").and_then(|b| b.get("messages")).is_some_and(|m| m.is_array())
+    if v.get("messages").is_some_and(is_chat_messages)
+        || v.get("body").and_then(|b| b.get("messages")).is_some_and(is_chat_messages)
     {
         return Some(Format::OpenAi);
     }
@@ -354,6 +354,12 @@ fn sniff_line(v: &serde_json::Value) -> Option<Format> {
     None
 }
 
+/// An array of OpenAI chat messages: its first message has a `role` (other logs also keep a
+/// `messages` array: Gemini CLI's session files, with `type` instead).
+fn is_chat_messages(messages: &serde_json::Value) -> bool {
+    messages.as_array().is_some_and(|m| m.first().is_none_or(|first| first.get("role").is_some()))
+}
+
 /// The format of a JSON-array file from its first element.
 fn sniff_document_item(v: &serde_json::Value) -> Option<Format> {
     if v.get("mapping").is_some() {
@@ -362,7 +368,7 @@ fn sniff_document_item(v: &serde_json::Value) -> Option<Format> {
         Some(Format::Claude)
     } else if v.get("conversations").is_some_and(|c| c.is_array()) {
         Some(Format::ShareGpt)
-    } else if v.get("messages").is_some_and(|m| m.is_array()) {
+    } else if v.get("messages").is_some_and(is_chat_messages) {
         Some(Format::OpenAi)
     } else {
         None
@@ -404,6 +410,11 @@ mod tests {
         // One exported conversation, pretty-printed over lines.
         assert_eq!(first_record("{\n  \"chat_messages\": []\n}\n"), Some(Some(Format::Claude)));
         assert_eq!(first_record("{\"display\": \"a prompt\"}\n"), Some(None));
+        // A Gemini CLI session: `messages` without `role`.
+        let gemini = r#"{"sessionId": "g", "messages": [{"id": "1", "type": "user", "content": "hi"}]}"#;
+        assert_eq!(first_record(gemini), Some(None));
+        let openai = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+        assert_eq!(first_record(openai), Some(Some(Format::OpenAi)));
         assert_eq!(first_record("not json"), Some(None));
         assert_eq!(first_record("[]"), Some(None));
         assert_eq!(first_record("  \n"), None);
