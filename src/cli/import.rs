@@ -24,7 +24,7 @@ pub struct Args {
     /// Files, or directories to walk for .json and .jsonl files. Every file is reported:
     /// imported, skipped (in a directory but not a log ctxgate can tell, or a link out of
     /// the directory) or failed (nothing of it written); one failure stops no other file
-    /// and makes the exit code 6. A single file given alone fails with its error (exit 1)
+    /// and makes the exit code 7. A single file given alone fails with its error (exit 1)
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
 }
