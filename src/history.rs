@@ -99,6 +99,8 @@ impl StoredTurn {
                     call_id: t.call_id.clone(),
                     arguments: t.arguments.clone(),
                     result_bytes: t.result_bytes,
+                    // The output is evidence, not part of the turn: `export` reads it.
+                    result: None,
                 })
                 .collect(),
         }

@@ -87,4 +87,6 @@ pub use select::{Budget, Policy, SelectOptions, SelectedBlock, SelectedEvidence,
 pub use session::{MAX_TEXT_BYTES, Session};
 pub use store::{Error as StoreError, catch_damage, catch_panic, name_damaged_file};
 pub use types::TurnId;
-pub use write::{BATCH_TURNS, FileReport, ImportOptions, ImportProgress, ImportReport, SessionReport};
+pub use write::{
+    BATCH_TURNS, FileReport, FileStatus, ImportOptions, ImportProgress, ImportReport, SessionReport,
+};

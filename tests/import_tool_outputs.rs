@@ -19,6 +19,9 @@ struct ImportDoc {
     skipped: u64,
     tool_outputs: u64,
     tool_outputs_failed: u64,
+    files_imported: u64,
+    files_skipped: u64,
+    files_failed: u64,
     seconds: f64,
     schema_version: u32,
 }
@@ -27,6 +30,7 @@ struct ImportDoc {
 #[serde(deny_unknown_fields)]
 struct FileDoc {
     path: String,
+    status: String,
     format: String,
     sessions: Vec<serde_json::Value>,
     new_turns: u64,
@@ -137,6 +141,9 @@ fn failed_and_missing_outputs_are_reported_and_stored_on_the_next_import() -> Te
     let file = &doc.files[0];
     assert_eq!((file.format.as_str(), file.sessions.len(), file.skipped.len()), ("openai", 2, 0));
     assert!(file.path.ends_with("chat.jsonl"), "{}", file.path);
+    // Outputs not stored do not fail the file: its turns are imported.
+    assert_eq!(file.status, "imported");
+    assert_eq!((doc.files_imported, doc.files_skipped, doc.files_failed), (1, 0, 0));
     assert_eq!(
         (file.new_turns, file.existing_turns, file.tool_outputs, file.tool_outputs_failed),
         (6, 0, 2, 4)

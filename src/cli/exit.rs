@@ -19,11 +19,34 @@ pub enum ExitCode {
     Damaged = 5,
     /// No index at the path, for a command that does not create one.
     UnknownIndex = 6,
+    /// An import went through every file but some failed (the others are imported).
+    ImportIncomplete = 7,
+}
+
+/// An import that read every file but could not import some: its report lists each with its
+/// error, and the other files are imported. Exits [`ExitCode::ImportIncomplete`].
+#[derive(Debug)]
+pub struct ImportIncomplete(pub String);
+
+impl std::fmt::Display for ImportIncomplete {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ImportIncomplete {}
+
+impl ImportIncomplete {
+    /// The `kind` of its `--json` error.
+    pub const KIND: &'static str = "import_incomplete";
 }
 
 impl ExitCode {
     /// The exit code for an error.
     pub fn of(err: &anyhow::Error) -> ExitCode {
+        if err.downcast_ref::<ImportIncomplete>().is_some() {
+            return ExitCode::ImportIncomplete;
+        }
         match err.downcast_ref::<Error>().map(Error::kind) {
             Some(ErrorKind::NeedsRebuild) => ExitCode::NeedsRebuild,
             Some(ErrorKind::Busy) => ExitCode::Busy,

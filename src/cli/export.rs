@@ -1,6 +1,10 @@
-//! `ctxgate export`: a session as canonical JSONL, which `import` reads back unchanged.
+//! `ctxgate export`: a session as canonical JSONL, which `import` reads back unchanged: each
+//! tool call carries, as its `result`, the tool output the index stored as evidence of the
+//! session, so importing the export into another index stores that evidence again.
 
 use super::Global;
+use ctxgate::import::{CanonicalTool, tool_output_ref};
+use std::collections::HashSet;
 use std::io::Write;
 
 /// Arguments of `export`.
@@ -18,8 +22,20 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     // The library's callback returns library errors; keep the output error to report it.
     let mut write_error: Option<std::io::Error> = None;
+    // The tool outputs stored for this session, by ref (imports name them by session, turn
+    // and call: `tool_output_ref`).
+    let stored: HashSet<String> = gatekeeper
+        .list_evidence()?
+        .into_iter()
+        .filter(|e| e.session.as_deref() == Some(args.session.as_str()))
+        .map(|e| e.evidence_ref)
+        .collect();
     let walked = session.for_each_turn(|turn| {
-        let mut line = serde_json::to_vec(&turn.to_canonical(&args.session))
+        let mut canonical = turn.to_canonical(&args.session);
+        for (index, tool) in canonical.tools.iter_mut().enumerate() {
+            tool.result = stored_result(&gatekeeper, &stored, &args.session, turn.turn_id, index, tool);
+        }
+        let mut line = serde_json::to_vec(&canonical)
             .map_err(|e| ctxgate::Error::InvalidInput { what: "turn", reason: e.to_string() })?;
         line.push(b'\n');
         out.write_all(&line).map_err(|e| {
@@ -33,4 +49,30 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     walked?;
     out.flush()?;
     Ok(())
+}
+
+/// The stored output of call `index` of turn `turn`: its evidence file, found under either
+/// extension an import gives it (`.json` for a JSON result, `.txt` otherwise). One that is
+/// indexed but cannot be read is left out with a warning (the export goes on).
+fn stored_result(
+    gatekeeper: &ctxgate::Gatekeeper,
+    stored: &HashSet<String>,
+    session: &str,
+    turn: u32,
+    index: usize,
+    tool: &CanonicalTool,
+) -> Option<String> {
+    let call_id = tool.call_id.as_deref();
+    let reference = ["{}", ""]
+        .into_iter()
+        .map(|shape| tool_output_ref(session, turn, index, call_id, shape))
+        .find(|r| stored.contains(r.as_str()))?;
+    let read = gatekeeper.read_evidence(reference.as_str(), None).map_err(|e| e.to_string());
+    match read.and_then(|bytes| String::from_utf8(bytes).map_err(|_| "not UTF-8 text".into())) {
+        Ok(text) => Some(text),
+        Err(reason) => {
+            log::warn!("{reference}: tool output left out of the export: {reason}");
+            None
+        }
+    }
 }

@@ -2,7 +2,7 @@
 
 use super::{Global, output};
 use ctxgate::ImportProgress;
-use ctxgate::{Format, ImportOptions, ImportReport};
+use ctxgate::{FileStatus, Format, ImportOptions, ImportReport};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -21,7 +21,10 @@ pub struct Args {
     /// Do not store tool results as evidence (by default each becomes evidence of its session)
     #[arg(long)]
     no_evidence: bool,
-    /// Files, or directories to walk for .json and .jsonl files
+    /// Files, or directories to walk for .json and .jsonl files. Every file is reported:
+    /// imported, skipped (in a directory but not a log ctxgate can tell, or a link out of
+    /// the directory) or failed (nothing of it written); one failure stops no other file
+    /// and makes the exit code 7. A single file given alone fails with its error (exit 1)
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
 }
@@ -83,6 +86,16 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     } else {
         output::print_text(&describe(&report))?;
     }
+    if report.files_failed > 0 {
+        return Err(super::exit::ImportIncomplete(format!(
+            "{} file{} failed (listed {}; nothing of {} is in the index) and the others are imported: fix what the errors say and run the same import again",
+            report.files_failed,
+            if report.files_failed == 1 { "" } else { "s" },
+            if global.json { "with status \"failed\" in files" } else { "above" },
+            if report.files_failed == 1 { "it" } else { "them" },
+        ))
+        .into());
+    }
     if report.tool_outputs_failed > 0 {
         // The turns are imported; the evidence is not complete: exit 1 so scripts notice.
         anyhow::bail!(
@@ -114,9 +127,21 @@ fn write_capped<T>(out: &mut String, items: &[T], shown: usize, what: &str, line
 fn describe(report: &ImportReport) -> String {
     let mut out = String::new();
     for file in &report.files {
+        let reason = file.reason.as_deref().unwrap_or_default();
+        match file.status {
+            FileStatus::Imported => {}
+            FileStatus::Skipped => {
+                let _ = writeln!(out, "{}: skipped: {reason}", file.path.display());
+                continue;
+            }
+            FileStatus::Failed => {
+                let _ = writeln!(out, "{}: FAILED, nothing imported: {reason}", file.path.display());
+                continue;
+            }
+        }
         let _ = writeln!(
             out,
-            "{} ({}): {} new, {} already there, {} skipped{}",
+            "{} ({}): {} new, {} already there, {} records skipped{}",
             file.path.display(),
             file.format.name(),
             file.new_turns,
@@ -140,11 +165,20 @@ fn describe(report: &ImportReport) -> String {
         });
     }
     let rate = if report.seconds > 0.0 { report.new_turns as f64 / report.seconds } else { 0.0 };
+    let mut files = format!(
+        "{} file{} imported",
+        report.files_imported,
+        if report.files_imported == 1 { "" } else { "s" }
+    );
+    if report.files_skipped > 0 {
+        let _ = write!(files, ", {} skipped", report.files_skipped);
+    }
+    if report.files_failed > 0 {
+        let _ = write!(files, ", {} FAILED", report.files_failed);
+    }
     let _ = writeln!(
         out,
-        "{} file{}: {} new turns, {} already there, {} skipped{}{}, {:.2} s ({:.0} turns/s)",
-        report.files.len(),
-        if report.files.len() == 1 { "" } else { "s" },
+        "{files}: {} new turns, {} already there, {} records skipped{}{}, {:.2} s ({:.0} turns/s)",
         report.new_turns,
         report.existing_turns,
         report.skipped,

@@ -40,6 +40,9 @@ Exit codes:
      one from the turns it still holds, else restore it from a backup
   6  no index at the path (error kind `unknown_index`): only `add`, `import`, `evidence put`,
      `evidence index` and `serve` create one; check --db, or create it with one of them
+  7  an import read every file but some failed (each listed with its error, nothing of it
+     written); the other files are imported. Files of a directory that are not logs, and
+     links out of it, are skipped (listed), not failures
 An internal error (a bug in ctxgate, to report) exits 1 with an error of kind `internal`.";
 
 /// A context gatekeeper for LLM agents: for each query, the past turns it needs, within a

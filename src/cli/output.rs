@@ -53,7 +53,13 @@ pub fn print_text(text: &str) -> anyhow::Result<()> {
 
 /// Prints an error to stderr, as text or as one JSON line.
 pub fn print_error(err: &anyhow::Error, json: bool) {
-    let kind = err.downcast_ref::<ctxgate::Error>().map_or("error", |e| e.kind().as_str());
+    let kind = match err.downcast_ref::<ctxgate::Error>() {
+        Some(e) => e.kind().as_str(),
+        None if err.downcast_ref::<super::exit::ImportIncomplete>().is_some() => {
+            super::exit::ImportIncomplete::KIND
+        }
+        None => "error",
+    };
     let message = format!("{err:#}");
     if json {
         let line = serde_json::json!({ "error": { "kind": kind, "message": message } });

@@ -59,6 +59,18 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// A file read as the format given does not hold that format, and looks like another.
+    #[error("{}: not in format {} ({what}): it looks like {}: pass --format {}, or leave --format out to detect it", .path.display(), .given.name(), .detected.name(), .detected.name())]
+    WrongFormat {
+        /// The file.
+        path: PathBuf,
+        /// The format given.
+        given: super::Format,
+        /// The format the file's first record has.
+        detected: super::Format,
+        /// What reading it as `given` gave: the parser's error, or no turns.
+        what: String,
+    },
 }
 
 impl Error {

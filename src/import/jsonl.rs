@@ -1,6 +1,8 @@
 //! The canonical format: one turn per line, `{"session", "user", "assistant"}` with optional
 //! `turn` (which must then be the line's position in its session), `time`, `tools` and `meta`.
-//! Unknown fields are ignored. `ctxgate export` writes it, so export → import loses nothing.
+//! A tool may carry its `result` (the tool output the index stored as evidence), which an
+//! import stores as evidence again. Unknown fields are ignored. `ctxgate export` writes it, so
+//! export → import loses nothing, evidence of tool outputs included.
 
 use super::error::Error;
 use super::turns::{Conversation, ParsedFile, ParsedTurn, Skipped, ToolCall};
@@ -43,6 +45,10 @@ pub struct LineTool {
     /// Size of the tool's result in bytes.
     #[serde(default)]
     pub result_bytes: u64,
+    /// The tool's result, stored as evidence of the session on import (`export` writes the
+    /// stored tool output here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
 }
 
 /// A line of the canonical format with its strings borrowed from the text where they need no
@@ -79,6 +85,15 @@ struct LineToolRef<'a> {
     _arguments: Cow<'a, str>,
     #[serde(default, rename = "result_bytes")]
     _result_bytes: u64,
+    #[serde(default, borrow)]
+    result: Option<Cow<'a, str>>,
+}
+
+impl LineRef<'_> {
+    /// True if a tool of the line carries its result (to be stored as evidence).
+    pub fn has_results(&self) -> bool {
+        self._tools.iter().any(|t| t.result.as_deref().is_some_and(|r| !r.trim().is_empty()))
+    }
 }
 
 /// Checks one line as [`parse_line`] does (the same errors), borrowing its strings.
@@ -96,7 +111,17 @@ pub fn check_line<'a>(path: &Path, line_no: u64, raw: &'a str) -> Result<LineRef
         user: Cow::Owned(line.user),
         assistant: Cow::Owned(line.assistant),
         _time: None,
-        _tools: Vec::new(),
+        _tools: line
+            .tools
+            .into_iter()
+            .map(|t| LineToolRef {
+                _name: Cow::Owned(t.name),
+                _call_id: None,
+                _arguments: Cow::Borrowed(""),
+                _result_bytes: 0,
+                result: t.result.map(Cow::Owned),
+            })
+            .collect(),
     })
 }
 
@@ -184,7 +209,7 @@ pub fn into_turn(line: Line) -> ParsedTurn {
                 name: t.name,
                 call_id: t.call_id,
                 arguments: t.arguments,
-                result: None,
+                result: t.result,
                 result_bytes: t.result_bytes,
             })
             .collect(),
@@ -216,6 +241,8 @@ mod tests {
             r#"{"session":"s","user":"u","assistant":"a","turn":null,"time":null}"#,
             r#"{"session":"s","user":"u","assistant":"a","tools":[{"arguments":"ls"}]}"#,
             r#"{"session":"s","user":"u","assistant":"a","tools":[{"name":"B","result_bytes":-1}]}"#,
+            r#"{"session":"s","user":"u","assistant":"a","tools":[{"name":"B","result":"ok \"quoted\""}]}"#,
+            r#"{"session":"s","user":"u","assistant":"a","tools":[{"name":"B","result":7}]}"#,
             r#"{"session":"s","user":"u","assistant":"a","time":5}"#,
             r#"{"session":"s","user":"u","assistant":"a","turn":"1"}"#,
             r#"{"session":"s","user":"u","assistant":"a","tools":{}}"#,
@@ -234,6 +261,9 @@ mod tests {
                         (&*checked.session, checked.turn, &*checked.user, &*checked.assistant),
                         "{raw}"
                     );
+                    let results =
+                        line.tools.iter().any(|t| t.result.as_deref().is_some_and(|r| !r.trim().is_empty()));
+                    assert_eq!(results, checked.has_results(), "{raw}");
                 }
                 (Err(parsed), Err(checked)) => assert_eq!(parsed.to_string(), checked.to_string(), "{raw}"),
                 (parsed, checked) => panic!("{raw}: parse_line {parsed:?}, check_line {checked:?}"),

@@ -1,7 +1,7 @@
 //! Reading the conversation logs people already have: log bytes in, conversations of turns out.
 //! This module knows nothing of the index; `crate::write` plans and writes what it reads.
 //!
-//! A file's format is detected from its beginning ([`detect_file`]) or given; each format has
+//! A file's format is detected from its first record ([`detect_file`]) or given; each format has
 //! its parser (one module each, field notes in `docs/DESIGN.md` §8), all built on the pairing
 //! rules every format shares ([`turns`]). The canonical JSONL format is also read a block of
 //! lines at a time (`lines`), for imports whose memory is bounded by a batch. Tool results
@@ -27,6 +27,7 @@ pub use jsonl::{Line as CanonicalLine, LineTool as CanonicalTool};
 pub use tool_evidence::{FailedToolOutput, StoredToolOutputs, TOOL_OUTPUT_DIR, ToolOutput, tool_output_ref};
 
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use turns::ParsedFile;
 
@@ -79,90 +80,225 @@ impl Format {
     }
 }
 
+/// A file an import reads, or passes over with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundFile {
+    /// The file, as named on the command line or found under a directory.
+    pub path: PathBuf,
+    /// Named on the command line rather than found by walking a directory: a file named so
+    /// that cannot be read as a log is a failure, one found in a directory is skipped.
+    pub given: bool,
+    /// Why it is not read, for an entry of a directory that is passed over (a symbolic link
+    /// out of the directory, a broken one, the same file as another).
+    pub skip: Option<String>,
+}
+
 /// The files to import: each path itself, or every `.json`/`.jsonl` file under a directory
-/// (recursively, in name order).
-pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+/// (recursively, in name order). Symbolic links inside a directory are followed only to
+/// targets inside it (the walk never reads outside what it was given); the links it does
+/// not follow are listed with their reason. Links to directories are never walked through,
+/// so a walk cannot loop, and the files they reach inside the directory are read under their
+/// own paths.
+///
+/// # Errors
+/// A path that does not exist or a directory that cannot be listed: nothing is imported.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<FoundFile>, Error> {
     let mut files = Vec::new();
     for path in paths {
-        let meta = std::fs::metadata(path).map_err(|source| Error::Io { path: path.clone(), source })?;
+        let io = |source| Error::Io { path: path.clone(), source };
+        let meta = std::fs::metadata(path).map_err(io)?;
         if meta.is_dir() {
-            walk(path, &mut files)?;
+            let root = std::fs::canonicalize(path).map_err(io)?;
+            let mut walk = Walk { root, entries: Vec::new(), real_files: HashSet::new() };
+            walk.dir(path, &walk.root.clone())?;
+            files.extend(walk.resolve(path));
         } else {
-            files.push(path.clone());
+            files.push(FoundFile { path: path.clone(), given: true, skip: None });
         }
     }
     Ok(files)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Error> {
-    let io = |source| Error::Io { path: dir.to_path_buf(), source };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(io)?;
-    entries.sort();
-    for path in entries {
-        let file_type =
-            std::fs::symlink_metadata(&path).map_err(|source| Error::Io { path: path.clone(), source })?;
-        if file_type.is_dir() {
-            walk(&path, out)?;
-        } else if file_type.is_file()
-            && path
-                .extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("json"))
-        {
-            out.push(path);
+/// An entry found walking a directory, in name order.
+enum Entry {
+    File(PathBuf),
+    /// A symbolic link, resolved once the whole directory is listed.
+    Link(PathBuf),
+}
+
+/// One directory walked: its entries and the real paths of its regular files.
+struct Walk {
+    /// The directory's real path.
+    root: PathBuf,
+    entries: Vec<Entry>,
+    real_files: HashSet<PathBuf>,
+}
+
+fn has_log_extension(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("json"))
+}
+
+impl Walk {
+    /// Lists `dir`, whose real path is `real` (no link is followed on the way down).
+    fn dir(&mut self, dir: &Path, real: &Path) -> Result<(), Error> {
+        let io = |source| Error::Io { path: dir.to_path_buf(), source };
+        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<Result<_, _>>()
+            .map_err(io)?;
+        names.sort();
+        for name in names {
+            let path = dir.join(&name);
+            let file_type = std::fs::symlink_metadata(&path)
+                .map_err(|source| Error::Io { path: path.clone(), source })?
+                .file_type();
+            if file_type.is_dir() {
+                self.dir(&path, &real.join(&name))?;
+            } else if file_type.is_symlink() {
+                self.entries.push(Entry::Link(path));
+            } else if file_type.is_file() && has_log_extension(&path) {
+                self.real_files.insert(real.join(&name));
+                self.entries.push(Entry::File(path));
+            }
         }
+        Ok(())
     }
-    Ok(())
+
+    /// The files to read and the links passed over, in walk order; `shown` is the directory
+    /// as given.
+    fn resolve(self, shown: &Path) -> Vec<FoundFile> {
+        let mut followed: HashMap<PathBuf, PathBuf> = HashMap::new();
+        let mut out = Vec::new();
+        for entry in self.entries {
+            let link = match entry {
+                Entry::File(path) => {
+                    out.push(FoundFile { path, given: false, skip: None });
+                    continue;
+                }
+                Entry::Link(link) => link,
+            };
+            let skip = |reason: String| FoundFile { path: link.clone(), given: false, skip: Some(reason) };
+            let target = match std::fs::canonicalize(&link) {
+                Ok(target) => target,
+                Err(e) if has_log_extension(&link) => {
+                    out.push(skip(format!("a symbolic link that cannot be followed ({e})")));
+                    continue;
+                }
+                Err(_) => continue,
+            };
+            let is_dir = target.is_dir();
+            if !is_dir && !has_log_extension(&link) {
+                continue; // not a log by its name, as a regular file of that name would not be
+            }
+            let Ok(inside) = target.strip_prefix(&self.root) else {
+                out.push(skip(format!(
+                    "a symbolic link to {}, outside {}: not followed (import the target itself to read it)",
+                    target.display(),
+                    shown.display()
+                )));
+                continue;
+            };
+            let own_path = shown.join(inside);
+            if is_dir {
+                out.push(skip(format!(
+                    "a symbolic link to the directory {}, whose files are imported under their own paths",
+                    own_path.display()
+                )));
+            } else if self.real_files.contains(&target) {
+                out.push(skip(format!(
+                    "a symbolic link to {}, which is imported under its own path",
+                    own_path.display()
+                )));
+            } else if let Some(first) = followed.get(&target) {
+                out.push(skip(format!(
+                    "a symbolic link to {}, already imported as {}",
+                    own_path.display(),
+                    first.display()
+                )));
+            } else if target.is_file() {
+                followed.insert(target, link.clone());
+                out.push(FoundFile { path: link, given: false, skip: None });
+            }
+        }
+        out
+    }
 }
 
-/// Detects the format of a file from its first record.
+/// Detects the format of a file from its first record: the first line of a JSON-lines file,
+/// the first element of a JSON array, or a JSON document of one object.
 pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
-    let unknown = || Error::UnknownFormat { path: path.to_path_buf() };
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
-    let first: serde_json::Value = if trimmed.starts_with('[') {
-        let value = first_array_element(trimmed).ok_or_else(unknown)?;
-        return sniff_document_item(&value).ok_or_else(unknown);
-    } else {
-        let line = trimmed.lines().next().ok_or_else(unknown)?;
-        serde_json::from_str(line).map_err(|_| unknown())?
-    };
-    sniff_line(&first).ok_or_else(unknown)
+    first_record(text).flatten().ok_or_else(|| Error::UnknownFormat { path: path.to_path_buf() })
 }
 
-/// Detects a file's format from its beginning; a JSON document whose first element is longer
-/// than the beginning read is read whole.
+/// Most bytes read to detect a file's format: a first record longer than this (a line of
+/// base64 images, a huge first conversation) is not detected, and `--format` is needed.
+pub const DETECT_MAX_BYTES: usize = 64 << 20;
+
+/// Detects a file's format, reading as much of it as its first record needs (up to
+/// [`DETECT_MAX_BYTES`]): a first line of several MiB is read whole, a small file once.
 pub fn detect_file(path: &Path) -> Result<Format, Error> {
     use std::io::Read;
-    const HEAD_BYTES: u64 = 256 * 1024;
     let io = |source| Error::Io { path: path.to_path_buf(), source };
+    let unknown = || Error::UnknownFormat { path: path.to_path_buf() };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut reader = file.take(DETECT_MAX_BYTES as u64);
     let mut head = Vec::new();
-    std::fs::File::open(path).map_err(io)?.take(HEAD_BYTES).read_to_end(&mut head).map_err(io)?;
-    // Cut at the last newline so a multi-byte character or a line is not split.
-    let complete = head.len() < HEAD_BYTES as usize;
-    let end = if complete { head.len() } else { head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) };
-    let text = std::str::from_utf8(&head[..end]).map_err(|e| Error::Shape {
-        path: path.to_path_buf(),
-        at: error::Location::Line(line_of_offset(&head, e.valid_up_to())),
-        what: "not valid UTF-8".into(),
-    })?;
-    match detect(path, text) {
-        Err(Error::UnknownFormat { .. })
-            if !complete && text.trim_start_matches('\u{feff}').trim_start().starts_with('[') =>
-        {
-            let whole = std::fs::read(path).map_err(io)?;
-            detect(path, &String::from_utf8_lossy(&whole))
+    let mut want = 64 * 1024;
+    loop {
+        let before = head.len();
+        (&mut reader).take((want - before) as u64).read_to_end(&mut head).map_err(io)?;
+        let at_end = head.len() < want;
+        let (text, invalid) = match std::str::from_utf8(&head) {
+            Ok(text) => (text, false),
+            Err(e) => {
+                (std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(), e.error_len().is_some())
+            }
+        };
+        if let Some(found) = first_record(text) {
+            return found.ok_or_else(unknown);
         }
-        other => other,
+        if invalid {
+            return Err(Error::Shape {
+                path: path.to_path_buf(),
+                at: error::Location::Line(line_of_offset(&head, text.len())),
+                what: "not valid UTF-8".into(),
+            });
+        }
+        if at_end || head.len() >= DETECT_MAX_BYTES {
+            return Err(unknown());
+        }
+        want = (want * 4).min(DETECT_MAX_BYTES);
+    }
+}
+
+/// The format of the first record of `text`: `Some(None)` if it is not one ctxgate reads,
+/// `None` if `text` ends before the record does.
+fn first_record(text: &str) -> Option<Option<Format>> {
+    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.is_empty() {
+        return None;
+    }
+    if trimmed.starts_with('[') {
+        return match first_array_element(trimmed) {
+            Ok(Some(value)) => Some(sniff_document_item(&value)),
+            Err(e) if e.is_eof() => None,
+            _ => Some(None),
+        };
+    }
+    match serde_json::Deserializer::from_str(trimmed).into_iter::<serde_json::Value>().next() {
+        // A JSON-lines record, or an export holding one conversation object.
+        Some(Ok(value)) => Some(sniff_line(&value).or_else(|| sniff_document_item(&value))),
+        Some(Err(e)) if e.is_eof() => None,
+        _ => Some(None),
     }
 }
 
 /// The first element of a JSON array, read without parsing the rest: detection of a large
 /// export costs one element, and a syntax error further on is left for the parser, which
-/// reports it with its line.
-fn first_array_element(text: &str) -> Option<serde_json::Value> {
+/// reports it with its line. An error is an end of text before the first element ends
+/// ([`serde_json::Error::is_eof`]) or text that is not an array of JSON values.
+fn first_array_element(text: &str) -> Result<Option<serde_json::Value>, serde_json::Error> {
     use serde::de::{Deserializer, SeqAccess, Visitor};
     struct First<'a>(&'a mut Option<serde_json::Value>);
     impl<'de> Visitor<'de> for First<'_> {
@@ -178,8 +314,10 @@ fn first_array_element(text: &str) -> Option<serde_json::Value> {
     let mut first = None;
     // Returning before the end of the array makes serde_json report unread elements; the
     // first element is what was asked for, so that error is expected and ignored.
-    let _ = serde_json::Deserializer::from_str(text).deserialize_seq(First(&mut first));
-    first
+    match serde_json::Deserializer::from_str(text).deserialize_seq(First(&mut first)) {
+        Err(e) if first.is_none() => Err(e),
+        _ => Ok(first),
+    }
 }
 
 /// The format of a JSON-lines file from its first line.
@@ -202,8 +340,8 @@ fn sniff_line(v: &serde_json::Value) -> Option<Format> {
         return Some(Format::ClaudeCode);
     }
     // OpenAI chat messages, or a Batch API request line carrying them in its `body`.
-    if v.get("messages").is_some_and(|m| m.is_array())
-        || v.get("body").and_then(|b| b.get("messages")).is_some_and(|m| m.is_array())
+    if v.get("messages").is_some_and(is_chat_messages)
+        || v.get("body").and_then(|b| b.get("messages")).is_some_and(is_chat_messages)
     {
         return Some(Format::OpenAi);
     }
@@ -216,6 +354,12 @@ fn sniff_line(v: &serde_json::Value) -> Option<Format> {
     None
 }
 
+/// An array of OpenAI chat messages: its first message has a `role` (other logs also keep a
+/// `messages` array: Gemini CLI's session files, with `type` instead).
+fn is_chat_messages(messages: &serde_json::Value) -> bool {
+    messages.as_array().is_some_and(|m| m.first().is_none_or(|first| first.get("role").is_some()))
+}
+
 /// The format of a JSON-array file from its first element.
 fn sniff_document_item(v: &serde_json::Value) -> Option<Format> {
     if v.get("mapping").is_some() {
@@ -224,7 +368,7 @@ fn sniff_document_item(v: &serde_json::Value) -> Option<Format> {
         Some(Format::Claude)
     } else if v.get("conversations").is_some_and(|c| c.is_array()) {
         Some(Format::ShareGpt)
-    } else if v.get("messages").is_some_and(|m| m.is_array()) {
+    } else if v.get("messages").is_some_and(is_chat_messages) {
         Some(Format::OpenAi)
     } else {
         None
@@ -249,7 +393,46 @@ pub fn read_file(path: &Path, format: Format, skip_invalid: bool) -> Result<Pars
 
 #[cfg(test)]
 mod tests {
-    use super::Format;
+    use super::*;
+
+    /// A record cut by the end of the text read is "read more"; a complete one is judged, and
+    /// text that is no record ctxgate reads is "not a format", without reading more.
+    #[test]
+    fn the_first_record_is_judged_only_once_complete() {
+        let line = r#"{"session":"s","user":"u","assistant":"a"}"#;
+        assert_eq!(first_record(line), Some(Some(Format::Jsonl)));
+        assert_eq!(first_record(&format!("\u{feff}\n\n{line}\n{{broken")), Some(Some(Format::Jsonl)));
+        for cut in [1, 10, line.len() - 1] {
+            assert_eq!(first_record(&line[..cut]), None, "{}", &line[..cut]);
+        }
+        assert_eq!(first_record("[{\"mapping\": {}, \"title\": \"t\""), None);
+        assert_eq!(first_record("[{\"mapping\": {}}, {\"mapp"), Some(Some(Format::ChatGpt)));
+        // One exported conversation, pretty-printed over lines.
+        assert_eq!(first_record("{\n  \"chat_messages\": []\n}\n"), Some(Some(Format::Claude)));
+        assert_eq!(first_record("{\"display\": \"a prompt\"}\n"), Some(None));
+        // A Gemini CLI session: `messages` without `role`.
+        let gemini = r#"{"sessionId": "g", "messages": [{"id": "1", "type": "user", "content": "hi"}]}"#;
+        assert_eq!(first_record(gemini), Some(None));
+        let openai = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+        assert_eq!(first_record(openai), Some(Some(Format::OpenAi)));
+        assert_eq!(first_record("not json"), Some(None));
+        assert_eq!(first_record("[]"), Some(None));
+        assert_eq!(first_record("  \n"), None);
+    }
+
+    #[test]
+    fn detect_file_reads_past_its_first_window_for_a_long_first_line()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("long.jsonl");
+        let user = "y".repeat(1 << 20);
+        std::fs::write(&path, format!("{{\"session\":\"s\",\"user\":\"{user}\",\"assistant\":\"a\"}}\n"))?;
+        assert_eq!(detect_file(&path)?, Format::Jsonl);
+        // Cut in its middle, the record is not a format: nothing is guessed.
+        std::fs::write(&path, format!("{{\"session\":\"s\",\"user\":\"{user}"))?;
+        assert!(matches!(detect_file(&path), Err(Error::UnknownFormat { .. })));
+        Ok(())
+    }
 
     #[test]
     fn json_names_are_the_command_line_names() {

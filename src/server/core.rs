@@ -222,7 +222,9 @@ was omitted, instead of guessing it.";
 const LIST_SESSIONS: &str = "Lists the sessions in the index with their turn counts, sources and time spans.";
 const IMPORT_LOGS: &str = "Imports conversation logs (canonical JSONL, OpenAI, ChatGPT, Claude, \
 Claude Code, Codex, ShareGPT) from files or directories on the server's machine. Incremental: \
-importing the same log again adds nothing. Returns what was new, already there, or skipped.";
+importing the same log again adds nothing. Returns what was new, already there, or skipped, and \
+each file's status: imported, skipped (not a log, a link out of the directory) or failed (with its \
+error; nothing of it written, the other files imported).";
 
 /// Names of the tools, in the order they are listed.
 pub const TOOL_NAMES: [&str; 9] = [

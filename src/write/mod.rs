@@ -14,9 +14,17 @@
 //!   (an import interrupted while storing them, a write that failed) is stored by the next
 //!   import of the file. Each one that cannot be stored is listed in
 //!   [`FileReport::failed_tool_outputs`] with its ref and why; its turn stays imported.
-//! - **All or nothing on bad input**: the whole file is parsed and checked before anything is
-//!   written, so a malformed record leaves the index as it was. `skip_invalid` skips bad
-//!   records instead, each reported with its line and reason.
+//! - **All or nothing on bad input, per file**: the whole file is parsed and checked before
+//!   anything is written, so a malformed record leaves the index as it was. `skip_invalid`
+//!   skips bad records instead, each reported with its line and reason.
+//! - **Every file reported, one bad file stops nothing**: each file of a directory or of
+//!   several paths is `imported`, `skipped` (found in a directory but not a log ctxgate can
+//!   tell, or a link not followed) or `failed` (its error in the report, nothing of it
+//!   written), and the files after it are read. An import of one file given alone fails with
+//!   that file's error. Errors of the index itself (busy, damaged, a disk that cannot be
+//!   written) stop the import: no later file could be written either.
+//! - **A format given must be the file's**: a file read as the format given that fails or
+//!   holds no turns, and whose first record has another format, fails naming that format.
 //! - **Fast**: anchors are extracted in parallel; turns are written [`BATCH_TURNS`] per
 //!   transaction; a file of one batch folds it into the posting lists, a longer one writes
 //!   each batch's postings as a run and merges the runs at its end (`store::runs`). The
@@ -33,7 +41,7 @@ use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
 use crate::import::tool_evidence::{self, FailedToolOutput, ToolOutput};
 use crate::import::turns::{Conversation, ParsedTurn, Skipped};
-use crate::import::{self, Format};
+use crate::import::{self, Format, FoundFile, formats, jsonl};
 use batch::Writer;
 use plan::Continuation;
 use serde::Serialize;
@@ -74,6 +82,20 @@ pub struct SessionReport {
     pub held_back: u64,
 }
 
+/// Whether a file was imported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FileStatus {
+    /// Read and written (its turns may all have been there already).
+    Imported,
+    /// Passed over (found in a directory, not a log ctxgate can tell; a link not followed):
+    /// not an error.
+    Skipped,
+    /// Could not be imported: nothing of it was written.
+    Failed,
+}
+
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
@@ -82,7 +104,15 @@ pub struct FileReport {
     #[serde(serialize_with = "serialize_lossy_path")]
     #[cfg_attr(feature = "server", schemars(with = "String"))]
     pub path: PathBuf,
-    /// Its format (detected or given).
+    /// Imported, skipped or failed.
+    pub status: FileStatus,
+    /// Why it was skipped, or the error it failed with (absent for an imported file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The [`ErrorKind`](crate::ErrorKind) name of the error of a failed file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<&'static str>,
+    /// Its format (detected or given; `auto` for a file whose format was not found).
     pub format: Format,
     /// Per session.
     pub sessions: Vec<SessionReport>,
@@ -105,6 +135,31 @@ fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Res
     serializer.serialize_str(&path.to_string_lossy())
 }
 
+impl FileReport {
+    /// A file not imported, with nothing counted.
+    fn not_imported(
+        path: &Path,
+        status: FileStatus,
+        reason: String,
+        error_kind: Option<&'static str>,
+    ) -> Self {
+        FileReport {
+            path: path.to_path_buf(),
+            status,
+            reason: Some(reason),
+            error_kind,
+            format: Format::Auto,
+            sessions: Vec::new(),
+            new_turns: 0,
+            existing_turns: 0,
+            skipped: Vec::new(),
+            tool_outputs: 0,
+            tool_outputs_failed: 0,
+            failed_tool_outputs: Vec::new(),
+        }
+    }
+}
+
 /// What an import did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
@@ -121,6 +176,12 @@ pub struct ImportReport {
     pub tool_outputs: u64,
     /// Tool results that could not be stored (listed per file).
     pub tool_outputs_failed: u64,
+    /// Files imported.
+    pub files_imported: u64,
+    /// Files skipped (each with its reason).
+    pub files_skipped: u64,
+    /// Files that failed (each with its error; nothing of them is in the index).
+    pub files_failed: u64,
     /// Wall time in seconds.
     pub seconds: f64,
 }
@@ -149,10 +210,11 @@ struct Plan {
     tool_outputs: Vec<ToolOutput>,
 }
 
-/// Imports `files` into the index, one file at a time. Stops at the first file that fails.
+/// Imports `files` into the index, one file at a time, each all or nothing (see the module
+/// docs for which failures stop the import).
 pub(crate) fn import_files(
     gatekeeper: &Gatekeeper,
-    files: &[PathBuf],
+    files: &[FoundFile],
     options: &ImportOptions,
     progress: &mut (dyn FnMut(ImportProgress) + Send),
 ) -> Result<ImportReport> {
@@ -164,14 +226,59 @@ pub(crate) fn import_files(
         skipped: 0,
         tool_outputs: 0,
         tool_outputs_failed: 0,
+        files_imported: 0,
+        files_skipped: 0,
+        files_failed: 0,
         seconds: 0.0,
     };
+    // One file given alone: its error is the import's, as the caller asked for just it.
+    let alone = matches!(files, [only] if only.given && only.skip.is_none());
     // Turns of each session accounted for by earlier files of this import: a session fed by
     // several files (`--session`, or an agent session resumed in a second log) continues
     // where the previous file ended.
     let mut offsets: HashMap<String, usize> = HashMap::new();
-    for (done, path) in files.iter().enumerate() {
-        let file = import_file(gatekeeper, path, options, &mut offsets)?;
+    for (done, found) in files.iter().enumerate() {
+        let file = match &found.skip {
+            Some(reason) => FileReport::not_imported(&found.path, FileStatus::Skipped, reason.clone(), None),
+            None => {
+                // A file that fails leaves the offsets as they were: none of its turns count.
+                let mut continued = offsets.clone();
+                match import_file(gatekeeper, &found.path, options, &mut continued) {
+                    Ok(file) => {
+                        offsets = continued;
+                        file
+                    }
+                    Err(e) if alone || !is_file_error(&e) => return Err(e),
+                    Err(crate::Error::Import(import::Error::UnknownFormat { .. })) if !found.given => {
+                        FileReport::not_imported(
+                            &found.path,
+                            FileStatus::Skipped,
+                            "not a log format ctxgate can tell (import it alone with --format if it is one)"
+                                .into(),
+                            None,
+                        )
+                    }
+                    Err(e) => {
+                        let mut file = FileReport::not_imported(
+                            &found.path,
+                            FileStatus::Failed,
+                            e.to_string(),
+                            Some(e.kind().as_str()),
+                        );
+                        file.format = match options.format {
+                            Format::Auto => import::detect_file(&found.path).unwrap_or(Format::Auto),
+                            given => given,
+                        };
+                        file
+                    }
+                }
+            }
+        };
+        match file.status {
+            FileStatus::Imported => report.files_imported += 1,
+            FileStatus::Skipped => report.files_skipped += 1,
+            FileStatus::Failed => report.files_failed += 1,
+        }
         report.new_turns += file.new_turns;
         report.existing_turns += file.existing_turns;
         report.skipped += file.skipped.len() as u64;
@@ -189,7 +296,47 @@ pub(crate) fn import_files(
     Ok(report)
 }
 
+/// True for an error of one file (its bytes, its format, its history, a name in it), after
+/// which the next file can be imported; false for one of the index, which stops the import.
+fn is_file_error(error: &crate::Error) -> bool {
+    matches!(
+        error,
+        crate::Error::Import(_) | crate::Error::Conflict { .. } | crate::Error::InvalidInput { .. }
+    )
+}
+
+/// Imports one file; with a format given, a file that is not in it fails naming the format
+/// it looks like.
 fn import_file(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    options: &ImportOptions,
+    offsets: &mut HashMap<String, usize>,
+) -> Result<FileReport> {
+    let given = options.format != Format::Auto;
+    match import_as(gatekeeper, path, options, offsets) {
+        Err(crate::Error::Import(e)) if given && !matches!(e, import::Error::Io { .. }) => {
+            let what = || match e.line() {
+                Some(line) => format!("line {line}: {}", jsonl::reason(&e)),
+                None => jsonl::reason(&e),
+            };
+            let wrong = formats::wrong_format(path, options.format, what);
+            Err(crate::Error::Import(wrong.unwrap_or(e)))
+        }
+        Ok(file)
+            if given && file.sessions.iter().all(|s| s.new_turns + s.existing_turns + s.held_back == 0) =>
+        {
+            // Nothing was written (there were no turns): an error if it is another format.
+            match formats::wrong_format(path, options.format, || "read so it holds no turns".into()) {
+                Some(wrong) => Err(wrong.into()),
+                None => Ok(file),
+            }
+        }
+        other => other,
+    }
+}
+
+fn import_as(
     gatekeeper: &Gatekeeper,
     path: &Path,
     options: &ImportOptions,
@@ -201,7 +348,7 @@ fn import_file(
     };
     if format == Format::Jsonl {
         // The canonical format is streamed: memory stays bounded by one batch.
-        return stream::import(gatekeeper, path, options.session.as_deref(), options.skip_invalid, offsets);
+        return stream::import(gatekeeper, path, options, offsets);
     }
     let parsed = import::read_file(path, format, options.skip_invalid)?;
     let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
@@ -238,6 +385,9 @@ fn import_file(
     let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
     Ok(FileReport {
         path: path.to_path_buf(),
+        status: FileStatus::Imported,
+        reason: None,
+        error_kind: None,
         format,
         sessions,
         new_turns,

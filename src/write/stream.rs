@@ -8,10 +8,11 @@
 
 use super::batch::{BATCH_TURNS, Batch, Writer};
 use super::plan::Continuation;
-use super::{FileReport, SessionReport};
+use super::{FileReport, FileStatus, ImportOptions, SessionReport};
 use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
 use crate::import::lines::{LineBlocks, ParsedLines, Positions};
+use crate::import::tool_evidence::{self, StoredToolOutputs, ToolOutput};
 use crate::import::turns::Skipped;
 use crate::import::{Format, jsonl};
 use std::collections::HashMap;
@@ -21,10 +22,12 @@ use std::path::Path;
 pub(super) fn import(
     gatekeeper: &Gatekeeper,
     path: &Path,
-    forced_session: Option<&str>,
-    skip_invalid: bool,
+    options: &ImportOptions,
     offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport> {
+    let (forced_session, skip_invalid) = (options.session.as_deref(), options.skip_invalid);
+    // Whether a line carries tool results to store as evidence (pass 3 reads them).
+    let mut has_results = false;
     // Pass 1: check every line and plan each session.
     let started = std::time::Instant::now();
     let view = gatekeeper.store().read()?;
@@ -68,6 +71,7 @@ pub(super) fn import(
                     i
                 }
             };
+            has_results |= line.has_results();
             plans[i].observe(&view, path, &line.user, &line.assistant)?;
         }
         if let Some(e) = failed {
@@ -91,6 +95,9 @@ pub(super) fn import(
     // Pass 2: the new turns, a batch at a time.
     let existing: Vec<usize> = plans.iter().map(Continuation::existing).collect();
     let destinations: Vec<(String, Option<String>)> = plans.iter().map(|p| (p.name.clone(), None)).collect();
+    let first_turns: Vec<u32> = plans.iter().map(Continuation::offset).collect();
+    let names: Vec<String> = plans.iter().map(|p| p.name.clone()).collect();
+    let plan_of_pass3 = plan_of.clone();
     let lines = ParsedLines::open(path)?;
     let mut seen = vec![0usize; plans.len()];
     // The same lines in the same order: each session gets the number it had in pass 1.
@@ -122,6 +129,13 @@ pub(super) fn import(
         (!batch.is_empty()).then_some(Ok(batch))
     });
     Writer::new(gatekeeper, path.display().to_string(), destinations).write_all(batches)?;
+    // Pass 3, after the turns (as for every format): the tool results lines carry (`export`
+    // writes the stored ones), those of turns already there included.
+    let outputs = if options.evidence && has_results {
+        store_results(gatekeeper, path, &plan_of_pass3, &names, &first_turns)?
+    } else {
+        StoredToolOutputs::default()
+    };
 
     let mut sessions = Vec::new();
     let (mut new_turns, mut existing_turns) = (0, 0);
@@ -139,15 +153,60 @@ pub(super) fn import(
     }
     Ok(FileReport {
         path: path.to_path_buf(),
+        status: FileStatus::Imported,
+        reason: None,
+        error_kind: None,
         format: Format::Jsonl,
         sessions,
         new_turns,
         existing_turns,
         skipped,
-        tool_outputs: 0, // canonical lines carry no tool results
-        tool_outputs_failed: 0,
-        failed_tool_outputs: Vec::new(),
+        tool_outputs: outputs.stored,
+        tool_outputs_failed: outputs.failed.len() as u64,
+        failed_tool_outputs: outputs.failed,
     })
+}
+
+/// Tool results stored per transaction by pass 3: memory bounded by a chunk of them.
+const RESULTS_PER_CHUNK: usize = 1024;
+
+/// Stores the tool results of the file's lines as evidence: line after line of the plan
+/// `plan_of[slot]`, the first of which is turn `first_turns[plan]` of session `names[plan]`.
+fn store_results(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    plan_of: &[Option<usize>],
+    names: &[String],
+    first_turns: &[u32],
+) -> Result<StoredToolOutputs> {
+    let mut positions = Positions::default();
+    let mut seen = vec![0u32; names.len()];
+    let mut chunk = Vec::new();
+    let mut stored = StoredToolOutputs::default();
+    let mut flush = |chunk: &mut Vec<ToolOutput>| -> Result<()> {
+        let done = gatekeeper.store_tool_outputs(chunk)?;
+        stored.stored += done.stored;
+        stored.failed.extend(done.failed);
+        chunk.clear();
+        Ok(())
+    };
+    for item in ParsedLines::open(path)? {
+        let (line_no, parsed) = item?;
+        // Lines pass 1 skipped are skipped again, and numbered as it numbered them.
+        let Ok(line) = parsed else { continue };
+        let Ok(slot) = positions.count(path, line_no, &line.session, line.turn) else { continue };
+        let Some(i) = plan_of.get(slot).copied().flatten() else { continue };
+        let turn_id = first_turns[i].saturating_add(seen[i]);
+        seen[i] += 1;
+        if line.tools.iter().any(|t| t.result.is_some()) {
+            chunk.extend(tool_evidence::outputs_of(&names[i], turn_id, &[jsonl::into_turn(line)]));
+            if chunk.len() >= RESULTS_PER_CHUNK {
+                flush(&mut chunk)?;
+            }
+        }
+    }
+    flush(&mut chunk)?;
+    Ok(stored)
 }
 
 /// The turns of the file that go to `session`, in order, read again from the file (the lines
