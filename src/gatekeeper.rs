@@ -243,8 +243,10 @@ impl Gatekeeper {
     /// was new, already there, or skipped. See [`crate::import`] for the rules.
     ///
     /// # Errors
-    /// The first file that cannot be read or parsed stops the import with its path and line;
-    /// nothing of that file is in the index (files before it are).
+    /// Errors of the index (busy, damaged, a disk that cannot be written) stop the import. A
+    /// file that fails is reported in its [`crate::FileReport`] (`status: failed`, nothing of it
+    /// written) and the next file is read; one file given alone fails with its own error (path
+    /// and line). A path that does not exist stops the import before anything is read.
     pub fn import(&self, paths: &[PathBuf], options: &ImportOptions) -> Result<ImportReport> {
         self.import_with_progress(paths, options, &mut |_| {})
     }
