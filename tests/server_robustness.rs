@@ -212,6 +212,59 @@ fn pipelined_calls_are_all_answered_without_a_thread_each() -> McpResult {
     Ok(())
 }
 
+/// Reads share the index: two `select_context` calls sent together run side by side in one
+/// server (each call's begin and end are logged at debug level), where they once ran one after
+/// the other. Repeated until the calls overlap, bounded.
+#[test]
+fn queries_sent_together_run_side_by_side() -> McpResult {
+    let env = TestEnv::new().map_err(|e| e.to_string())?;
+    // Enough turns that a selection takes a while (debug build).
+    let log = env.dir.path().join("long.jsonl");
+    let mut lines = String::new();
+    for i in 0..3000 {
+        lines.push_str(&format!(
+            "{{\"session\": \"work\", \"user\": \"redis lock ttl {i} renew the lease\", \"assistant\": \"PX {i} and renew every {} s\"}}\n",
+            i % 17
+        ));
+    }
+    std::fs::write(&log, lines)?;
+    common::run_at(&env.db, [std::ffi::OsStr::new("import"), log.as_os_str()]).map_err(|e| e.to_string())?;
+    let stderr_path = env.dir.path().join("serve.log");
+    let stderr = std::fs::File::create(&stderr_path)?;
+    let mut server = RawServer::start_with(&env.db, &["-vv"], stderr.into())?;
+    let query = r#"{"session": "work", "query": "redis lock ttl renew lease"}"#;
+    let mut overlapped = false;
+    for attempt in 0..20u64 {
+        let (a, b) = (attempt * 2 + 1, attempt * 2 + 2);
+        server.call_raw(a, "select_context", query)?;
+        server.call_raw(b, "select_context", query)?;
+        for id in [a, b] {
+            let response = server.response(id, PATIENCE)?;
+            assert!(response["result"]["structuredContent"]["blocks"].is_array(), "{response}");
+        }
+        let log = std::fs::read_to_string(&stderr_path)?;
+        let events: Vec<bool> = log
+            .lines()
+            .filter_map(|l| {
+                if l.contains("read call begins") {
+                    Some(true)
+                } else if l.contains("read call ends") {
+                    Some(false)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        // Two begins in a row: the second call began before the first ended.
+        if events.windows(2).any(|w| w[0] && w[1]) {
+            overlapped = true;
+            break;
+        }
+    }
+    assert!(overlapped, "40 selections sent in pairs never ran at the same time");
+    Ok(())
+}
+
 /// Messages the SDK cannot produce, sent as raw lines: each is answered with a JSON-RPC error
 /// carrying its id, and the next request is served.
 #[test]

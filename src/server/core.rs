@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::RwLock;
 
 /// Version of the JSON documents the tools return (the CLI's `--json` documents, same version).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -373,14 +373,15 @@ pub fn tools() -> Vec<ToolSpec> {
 pub struct Core {
     db: PathBuf,
     options: Options,
-    /// One call at a time in this process: a second would only busy-wait on the file lock.
-    lock: Mutex<()>,
+    /// Reads share the index (read-only opens), so they run side by side; a write waits for
+    /// them and excludes the others, which would only busy-wait on the file's lock.
+    lock: RwLock<()>,
 }
 
 impl Core {
     /// A core over the index at `db`, opened with `options` for every call.
     pub fn new(db: PathBuf, options: Options) -> Core {
-        Core { db, options, lock: Mutex::new(()) }
+        Core { db, options, lock: RwLock::new(()) }
     }
 
     /// The index file.
@@ -494,11 +495,16 @@ impl Core {
     /// [`Core::with_index`] on the index opened read-only: a query neither creates the file
     /// nor changes a byte of it, and shares it with other readers.
     fn read(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
-        self.with_index(|db, options| Gatekeeper::open_read_only(db, options), f)
+        let _shared = self.lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        log::debug!("read call begins");
+        let result = self.with_index(|db, options| Gatekeeper::open_read_only(db, options), f);
+        log::debug!("read call ends");
+        result
     }
 
     /// [`Core::with_index`] on the index opened for writing (created if missing).
     fn write(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
+        let _exclusive = self.lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         self.with_index(|db, options| Gatekeeper::open(db, options), f)
     }
 
@@ -510,7 +516,6 @@ impl Core {
         open: fn(&std::path::Path, Options) -> crate::Result<Gatekeeper>,
         f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>,
     ) -> Result<Value, ToolError> {
-        let _guard = self.lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let caught = crate::store::catch_panic(&self.db, || {
             let gatekeeper = open(&self.db, self.options.clone())?;
             f(&gatekeeper)

@@ -83,6 +83,11 @@ pub struct RawServer {
 impl RawServer {
     /// Starts `ctxgate serve` on `db` and completes the MCP handshake.
     pub fn start(db: &Path) -> McpResult<RawServer> {
+        RawServer::start_with(db, &["-q"], Stdio::null())
+    }
+
+    /// [`RawServer::start`] with the server's `flags` (logging) and its stderr sent to `stderr`.
+    pub fn start_with(db: &Path, flags: &[&str], stderr: Stdio) -> McpResult<RawServer> {
         let mut child = Command::new(BIN)
             .env_remove("CTXGATE_DB")
             .env_remove("CTXGATE_LOG")
@@ -90,10 +95,11 @@ impl RawServer {
             .arg("serve")
             .arg("--db")
             .arg(db)
-            .args(["--busy-timeout", "20", "-q"])
+            .args(["--busy-timeout", "20"])
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
