@@ -127,13 +127,26 @@ pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
         return sniff_document_item(&value).ok_or_else(unknown);
     } else {
         let line = trimmed.lines().next().ok_or_else(unknown)?;
-        serde_json::from_str(line).map_err(|_| unknown())?
+        match serde_json::from_str(line) {
+            Ok(first) => first,
+            Err(_) => return sniff_single_document(trimmed).ok_or_else(unknown),
+        }
     };
-    sniff_line(&first).ok_or_else(unknown)
+    sniff_line(&first).or_else(|| sniff_single_document(trimmed)).ok_or_else(unknown)
 }
 
-/// Detects a file's format from its beginning; a JSON document whose first element is longer
-/// than the beginning read is read whole.
+/// The format of a file that is one JSON document object (an export of one conversation,
+/// possibly spread over many lines): judged as the first element of an array would be.
+fn sniff_single_document(text: &str) -> Option<Format> {
+    if !text.starts_with('{') {
+        return None;
+    }
+    let first = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>().next()?.ok()?;
+    sniff_document_item(&first)
+}
+
+/// Detects a file's format from its beginning; a JSON document whose first element, or a
+/// document object, is longer than the beginning read is read whole.
 pub fn detect_file(path: &Path) -> Result<Format, Error> {
     use std::io::Read;
     const HEAD_BYTES: u64 = 256 * 1024;
@@ -150,7 +163,7 @@ pub fn detect_file(path: &Path) -> Result<Format, Error> {
     })?;
     match detect(path, text) {
         Err(Error::UnknownFormat { .. })
-            if !complete && text.trim_start_matches('\u{feff}').trim_start().starts_with('[') =>
+            if !complete && text.trim_start_matches('\u{feff}').trim_start().starts_with(['[', '{']) =>
         {
             let whole = std::fs::read(path).map_err(io)?;
             detect(path, &String::from_utf8_lossy(&whole))
