@@ -12,7 +12,8 @@
 //! rewind re-sends a message from an earlier point and forks it. Only the active branch is
 //! read: each session's last message back to its root. Results of calls on it are read
 //! wherever they sit. A tree that cannot be followed (a parent not in the file, a cycle), or
-//! records that name no parent at all, are read in file order. A record repeating an earlier `uuid` is read once.
+//! records that name no parent at all, are read in file order. A record repeating an earlier
+//! `uuid` is read once.
 //!
 //! Dropped as well: sidechain records (`isSidechain: true`, subagent traffic), harness records
 //! (`isMeta: true`, the summary after a compaction `isCompactSummary: true`, assistant messages

@@ -284,4 +284,29 @@ mod tests {
             turns[0].tools.iter().map(|t| (t.arguments.as_str(), t.result.as_deref())).collect();
         assert_eq!(results, [("Porto", Some("17 C")), ("Faro", Some("24 C here"))]);
     }
+
+    #[test]
+    fn a_failed_result_marks_its_own_mention() {
+        let mut b = TurnBuilder::new();
+        b.message(Role::User, "Check both hosts.", None);
+        b.tool_call("ssh", Some("c1"), "a", None);
+        b.tool_call("ssh", Some("c2"), "b", None);
+        b.message(Role::Assistant, "Waiting for [tool: ssh] output.", None);
+        b.message(Role::User, "And the third?", None);
+        b.tool_call("ssh", Some("c3"), "c", None);
+        b.user_document("attachment", "doc-1", "{}", "notes");
+        b.tool_error(Some("c2"), "connection refused");
+        b.tool_result(Some("c1"), "up");
+        b.tool_error(Some("c3"), "timeout");
+        b.tool_error(Some("c3"), "a second result for an answered call changes nothing");
+        let turns = b.finish();
+        assert_eq!(
+            turns[0].assistant,
+            "[tool: ssh]\n\n[tool: ssh (failed)]\n\nWaiting for [tool: ssh] output."
+        );
+        assert_eq!(turns[1].assistant, "[tool: ssh (failed)]");
+        let results: Vec<Option<&str>> = turns[1].tools.iter().map(|t| t.result.as_deref()).collect();
+        assert_eq!(results, [Some("timeout"), Some("notes")]);
+        assert!(turns[1].is_unanswered(), "a failed call alone is no reply yet");
+    }
 }
