@@ -66,7 +66,7 @@ const CASES: &[Case] = &[
     Case {
         file: "fixtures/import/claude-code/rewind.jsonl",
         format: Format::ClaudeCode,
-        sessions: &[("5b0c3e1a-7d2f-4c8e-9a1b-3e4f5a6b7c8d", 4)],
+        sessions: &[("5b0c3e1a-7d2f-4c8e-9a1b-3e4f5a6b7c8d", 3)],
         absent: &[
             "ABANDONED",
             "REMINDER-NOISE",

@@ -49,28 +49,27 @@ fn sessions(env: &TestEnv) -> TestResult<Vec<(String, u32)>> {
 }
 
 /// Issue 22, findings 3, 5 and 6: only the branch the rewind kept, no harness text, a repeated
-/// record once, the rejection's words on the user's side, and `show` marks the failed call.
+/// record once, the rejection's words on the user's side of the call's turn, and `show` marks
+/// the failed call.
 #[test]
 fn r22_claude_code_rewind_harness_and_rejection() -> TestResult {
     let env = TestEnv::new()?;
     let doc = import(&env, &fixture("fixtures/import/claude-code/rewind.jsonl"))?;
     assert_eq!(
         (doc["new_turns"].as_u64(), doc["files"][0]["format"].as_str()),
-        (Some(4), Some("claude-code"))
+        (Some(3), Some("claude-code"))
     );
     let session = "5b0c3e1a-7d2f-4c8e-9a1b-3e4f5a6b7c8d";
-    assert_eq!(sessions(&env)?, [(session.to_string(), 4)]);
+    assert_eq!(sessions(&env)?, [(session.to_string(), 3)]);
     assert_eq!(
         turns(&env, session)?,
         owned(&[
             (
-                "Add a TTL cache to `load_config`.",
-                "I'll wrap it in a connection pool first.\n\n[tool: Edit (failed)]"
-            ),
-            (
-                "Hold. I want to keep it simple - no connection pooling for now.",
-                "Understood: a plain `HashMap` with an expiry per entry, no pool.\n\n[tool: Read]\n\n[tool: Grep]\n\n\
-                 Done: entries expire after 60 s."
+                "Add a TTL cache to `load_config`.\n\nHold. I want to keep it simple - no connection pooling for \
+                 now.",
+                "I'll wrap it in a connection pool first.\n\n[tool: Edit (failed)]\n\nUnderstood: a plain \
+                 `HashMap` with an expiry per entry, no pool.\n\n[tool: Read]\n\n[tool: Grep]\n\nDone: entries \
+                 expire after 60 s."
             ),
             ("Now add a unit test for the expiry.", "[tool: Bash]\n\nThe test passes."),
             ("Commit it.", "Committed as 3f2a9c1."),

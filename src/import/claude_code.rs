@@ -6,7 +6,7 @@
 //! `message.content` is a string or blocks: `text` is turn text, `thinking` is not, `tool_use`
 //! is a tool call and a user record's `tool_result` blocks are its result (not user text); a
 //! failed result (`is_error`) marks its call failed, and the words a user typed when rejecting
-//! a call are user text of the turn.
+//! a call are added to the user text of the call's turn.
 //!
 //! Records form a tree through `parentUuid` (across a compaction, `logicalParentUuid`): a
 //! rewind re-sends a message from an earlier point and forks it. Only the active branch is
@@ -18,9 +18,10 @@
 //! Dropped as well: sidechain records (`isSidechain: true`, subagent traffic), harness records
 //! (`isMeta: true`, the summary after a compaction `isCompactSummary: true`, assistant messages
 //! the harness wrote itself: model `<synthetic>` or `isApiErrorMessage`), and harness text in
-//! user text: whole `<tag>…</tag>` blocks at its start or end whose tag has a `-` or `_`
-//! (`<system-reminder>`, `<command-name>`, `<local-command-stdout>`, `<local-command-caveat>`,
-//! `<ide_opened_file>`, …) and the `[Request interrupted by user…]` marker. A file may hold
+//! user text: `<system-reminder>` blocks anywhere, whole `<tag>…</tag>` blocks at its start or
+//! end whose tag has a `-` or `_` (`<command-name>`, `<local-command-stdout>`,
+//! `<local-command-caveat>`, `<ide_opened_file>`, …) and the `[Request interrupted by user…]`
+//! marker. A file may hold
 //! several sessions: one conversation per `sessionId`, in order of first appearance; records
 //! without one belong to the session the file is named after (its stem: Claude Code names each
 //! file by its session id). A turn's time is its first record's `timestamp`.
@@ -78,7 +79,7 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
                         b.tool_result(id.as_deref(), &text);
                     }
                     if on_branch && let Some(words) = said {
-                        b.message(Role::User, &words, time);
+                        b.user_words_in_turn(&words, time);
                     }
                 }
                 _ => {}
@@ -262,8 +263,12 @@ fn active_branches(nodes: &[Node]) -> Vec<bool> {
         .collect()
 }
 
+/// The tag of the reminders the harness adds to user text, wherever they sit in it.
+const REMINDER: &str = "system-reminder";
+
 /// User text without what the harness wraps around it or writes in its place.
 fn without_harness_text(text: &str) -> String {
+    let text = without_blocks(text, REMINDER);
     let mut rest = text.trim();
     loop {
         if let Some(after) = leading_tag_block(rest) {
@@ -278,6 +283,27 @@ fn without_harness_text(text: &str) -> String {
         return String::new();
     }
     rest.to_string()
+}
+
+/// `text` without its whole `<tag …>…</tag>` blocks (an unclosed one is kept).
+fn without_blocks(text: &str, tag: &str) -> String {
+    let (open, close) = (format!("<{tag}"), format!("</{tag}>"));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&open) {
+        let after = &rest[at + open.len()..];
+        let end =
+            after.starts_with(|c: char| c == '>' || c.is_whitespace()).then(|| after.find(&close)).flatten();
+        let Some(end) = end else {
+            out.push_str(&rest[..at + open.len()]);
+            rest = after;
+            continue;
+        };
+        out.push_str(&rest[..at]);
+        rest = &after[end + close.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether a tag name is one the harness uses: lower-case ASCII words joined by `-` or `_`
@@ -466,13 +492,11 @@ mod tests {
             turns,
             [
                 (
-                    "Add a TTL cache to `load_config`.",
-                    "I'll wrap it in a connection pool first.\n\n[tool: Edit (failed)]"
-                ),
-                (
-                    "Hold. I want to keep it simple - no connection pooling for now.",
-                    "Understood: a plain `HashMap` with an expiry per entry, no pool.\n\n[tool: Read]\n\n[tool: Grep]\n\n\
-                     Done: entries expire after 60 s."
+                    "Add a TTL cache to `load_config`.\n\nHold. I want to keep it simple - no connection pooling \
+                     for now.",
+                    "I'll wrap it in a connection pool first.\n\n[tool: Edit (failed)]\n\nUnderstood: a plain \
+                     `HashMap` with an expiry per entry, no pool.\n\n[tool: Read]\n\n[tool: Grep]\n\nDone: entries \
+                     expire after 60 s."
                 ),
                 ("Now add a unit test for the expiry.", "[tool: Bash]\n\nThe test passes."),
                 ("Commit it.", "Committed as 3f2a9c1."),
@@ -482,7 +506,7 @@ mod tests {
         // The rejected call keeps its result (evidence) too.
         assert!(main[0].tools[0].result.as_deref().unwrap().ends_with("for future sessions."));
         // Parallel calls: the result on the sibling record still answers its call.
-        let results: Vec<Option<&str>> = main[1].tools.iter().map(|t| t.result.as_deref()).collect();
+        let results: Vec<Option<&str>> = main[0].tools[1..].iter().map(|t| t.result.as_deref()).collect();
         assert_eq!(
             results,
             [
@@ -490,8 +514,8 @@ mod tests {
                 Some("src/main.rs:12:    let cfg = load_config(&args.config)?;")
             ]
         );
-        assert_eq!(tools(&main[2]), [("Bash", Some("toolu_01Test"), 33)], "the repeated record is read once");
-        assert_eq!(main[2].time.as_deref(), Some("2025-09-03T10:00:54.378Z"));
+        assert_eq!(tools(&main[1]), [("Bash", Some("toolu_01Test"), 33)], "the repeated record is read once");
+        assert_eq!(main[1].time.as_deref(), Some("2025-09-03T10:00:54.378Z"));
         assert_absent(
             &parsed,
             &[
@@ -587,6 +611,7 @@ mod tests {
                 "Why does <my-widget>x</my-widget> render twice?",
             ),
             ("<system-reminder>never closed", "<system-reminder>never closed"),
+            ("Fix this\n<system-reminder>r</system-reminder>\nand that.", "Fix this\n\nand that."),
             (
                 "[Request interrupted by user] happened twice, why?\nSee above.",
                 "[Request interrupted by user] happened twice, why?\nSee above.",

@@ -66,7 +66,7 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
 fn fallback_key(path: &Path) -> String {
     let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
     match stem.len().checked_sub(36).and_then(|at| stem.get(at..)) {
-        Some(id) if is_uuid(id) => id.to_ascii_lowercase(),
+        Some(id) if is_uuid(id) => id.to_string(),
         _ => records::file_session_name(path),
     }
 }
@@ -299,7 +299,7 @@ mod tests {
         assert_eq!(keys(&parsed), [records::file_session_name(Path::new("logs/rollout-x.jsonl"))]);
         assert!(keys(&parsed)[0].starts_with("rollout-x.jsonl@"), "{:?}", keys(&parsed));
         let named =
-            "sessions/2025/10/02/rollout-2025-10-02T07-00-00-0199A3C4-5e6f-7a8b-9c0d-1e2f3a4b5c6d.jsonl";
+            "sessions/2025/10/02/rollout-2025-10-02T07-00-00-0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d.jsonl";
         let parsed = parse(Path::new(named), text, false).unwrap();
         assert_eq!(keys(&parsed), ["0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"], "the id the file is named by");
         let err =

@@ -124,6 +124,15 @@ impl TurnBuilder {
         }
     }
 
+    /// Adds words of the user's that came during the current turn (typed when rejecting a tool
+    /// call) to its user text, without starting a turn; blank text is ignored.
+    pub fn user_words_in_turn(&mut self, text: &str, time: Option<&str>) {
+        let text = text.trim();
+        if !text.is_empty() {
+            join(&mut self.open(time).user, text);
+        }
+    }
+
     /// Records a tool call made by the assistant in the current turn.
     pub fn tool_call(&mut self, name: &str, call_id: Option<&str>, arguments: &str, time: Option<&str>) {
         let turn = self.open(time);
