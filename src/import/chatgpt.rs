@@ -1,5 +1,6 @@
-//! ChatGPT data export `conversations.json` (DESIGN §8.1): a JSON array of conversations,
-//! each a `mapping` tree of nodes `{id, message|null, parent, children}`.
+//! ChatGPT data export `conversations.json` (DESIGN §8.1): a JSON array of conversations (or
+//! one conversation object, as tools that export a single chat write it), each a `mapping`
+//! tree of nodes `{id, message|null, parent, children}`.
 //!
 //! Only the active branch is read: `current_node` walked back through `parent` (regenerated
 //! replies and edited prompts on other branches are not part of the transcript). Without a

@@ -1,6 +1,7 @@
 //! What the format parsers share: a file's records with the line each starts on (the elements
-//! of a JSON array, or the lines of JSONL), skipping bad records with `skip_invalid`, and field
-//! checks whose messages name the field.
+//! of a JSON array, JSON objects one after another, or the lines of JSONL), skipping bad
+//! records with `skip_invalid`, field checks whose messages name the field, and session names
+//! (checked where a log gives them, made from the file's name and path where it does not).
 //!
 //! Field checks return the message alone (`Result<_, String>`); the parser adds the file and
 //! the record's line with [`Error::shape`].
