@@ -3,7 +3,9 @@
 //! conversation), each message `{uuid, sender: "human"|"assistant", text, content[], created_at,
 //! attachments[], files[]}`.
 //!
-//! A message's `content[]` blocks are preferred over its `text` (which flattens tool use into
+//! Where messages carry `parent_message_uuid` (exports that keep the tree of edits and
+//! regenerations), only the branch from `current_leaf_message_uuid` (else the last message)
+//! back to the root is read, as for ChatGPT. A message's `content[]` blocks are preferred over its `text` (which flattens tool use into
 //! placeholders); `text` is read when no block is of a known type. `text` blocks are turn text;
 //! `tool_use` blocks are tool calls and `tool_result` blocks their results (by `tool_use_id`
 //! when the call had an id, else in order; `is_error` marks the call failed); `thinking` and
@@ -47,9 +49,13 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
     };
     let mut b = TurnBuilder::new();
     let mut call_ids = HashSet::new();
+    let active = active_branch(v, messages);
     for (i, m) in messages.iter().enumerate() {
         let at = format!("chat_messages[{i}]");
         records::object(m, &at, "an object with `sender`")?;
+        if !active.get(i).copied().unwrap_or(true) {
+            continue;
+        }
         let role = match req_str(m, &at, "sender")? {
             "human" => Role::User,
             "assistant" => Role::Assistant,
@@ -103,6 +109,53 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
         }
     }
     Ok(Conversation { key, title, turns: b.finish() })
+}
+
+/// The parent Claude.ai gives a conversation's first message.
+const ROOT_PARENT: &str = "00000000-0000-4000-8000-000000000000";
+
+/// For each message, whether it is on the conversation's active branch: from
+/// `current_leaf_message_uuid` (else the last message) back through `parent_message_uuid` to the
+/// root. Where messages name no parents, or the chain cannot be followed (a parent that is not
+/// a message nor the root, a cycle), every message is.
+fn active_branch(v: &Value, messages: &[Value]) -> Vec<bool> {
+    fn uuid(m: &Value) -> Option<&str> {
+        m.get("uuid").and_then(Value::as_str).filter(|u| !u.is_empty())
+    }
+    fn parent(m: &Value) -> Option<&str> {
+        m.get("parent_message_uuid").and_then(Value::as_str).filter(|u| !u.is_empty())
+    }
+    let all = vec![true; messages.len()];
+    if !messages.iter().any(|m| parent(m).is_some()) {
+        return all;
+    }
+    let by_uuid: std::collections::HashMap<&str, usize> =
+        messages.iter().enumerate().filter_map(|(i, m)| Some((uuid(m)?, i))).collect();
+    let leaf = v
+        .get("current_leaf_message_uuid")
+        .and_then(Value::as_str)
+        .and_then(|leaf| by_uuid.get(leaf).copied())
+        .or_else(|| messages.iter().rposition(|m| uuid(m).is_some()));
+    let Some(mut at) = leaf else { return all };
+    let mut on = vec![false; messages.len()];
+    loop {
+        if on[at] {
+            return all; // a cycle
+        }
+        on[at] = true;
+        match parent(&messages[at]) {
+            None | Some(ROOT_PARENT) => break,
+            Some(p) => match by_uuid.get(p) {
+                Some(&next) => at = next,
+                None => return all,
+            },
+        }
+    }
+    // Messages without a uuid cannot be placed: they are kept.
+    for (i, m) in messages.iter().enumerate() {
+        on[i] |= uuid(m).is_none();
+    }
+    on
 }
 
 /// The tool name attachments are recorded under (DESIGN §8.2).
@@ -266,6 +319,49 @@ mod tests {
             ]
         );
         assert_absent(&parsed, &["schema-diagram"]);
+    }
+
+    /// Editing a prompt or regenerating a reply branches a conversation (`parent_message_uuid`);
+    /// only the branch to `current_leaf_message_uuid` is read.
+    #[test]
+    fn the_active_branch_of_an_edited_conversation() {
+        let m = |uuid: &str, parent: &str, sender: &str, text: &str| serde_json::json!({"uuid": uuid, "parent_message_uuid": parent, "sender": sender, "text": text});
+        let root = ROOT_PARENT;
+        let messages = [
+            m("h1", root, "human", "Name a prime."),
+            m("a1", "h1", "assistant", "ABANDONED-REGENERATED 9"),
+            m("a1b", "h1", "assistant", "7"),
+            m("h2", "a1b", "human", "ABANDONED-EDITED a larger one?"),
+            m("a2", "h2", "assistant", "ABANDONED-REPLY 11"),
+            m("h2b", "a1b", "human", "An even one?"),
+            m("a2b", "h2b", "assistant", "2"),
+        ];
+        let texts = |conversation: serde_json::Value| {
+            let parsed = parse(Path::new("c.json"), &format!("[{conversation}]"), false).unwrap();
+            let turns = &parsed.conversations[0].turns;
+            turns.iter().map(|t| format!("{} / {}", t.user, t.assistant)).collect::<Vec<_>>()
+        };
+        let with_leaf =
+            serde_json::json!({"uuid": "c", "current_leaf_message_uuid": "a2b", "chat_messages": messages});
+        assert_eq!(texts(with_leaf), ["Name a prime. / 7", "An even one? / 2"]);
+        // Without a leaf: the last message's branch.
+        let without = serde_json::json!({"uuid": "c", "chat_messages": messages});
+        assert_eq!(texts(without), ["Name a prime. / 7", "An even one? / 2"]);
+        // A leaf on another branch.
+        let other =
+            serde_json::json!({"uuid": "c", "current_leaf_message_uuid": "a2", "chat_messages": messages});
+        assert_eq!(
+            texts(other),
+            ["Name a prime. / 7", "ABANDONED-EDITED a larger one? / ABANDONED-REPLY 11"]
+        );
+        // A parent that is no message: every message, in order.
+        let broken = [
+            m("h1", "gone", "human", "one"),
+            m("a1", "h1", "assistant", "two"),
+            m("h2", "a1", "human", "three"),
+        ];
+        let broken = serde_json::json!({"uuid": "c", "chat_messages": broken});
+        assert_eq!(texts(broken), ["one / two", "three / "]);
     }
 
     #[test]
