@@ -645,4 +645,15 @@ mod tests {
             assert_eq!(rejection_words(&result).as_deref(), words, "for {result:?}");
         }
     }
+
+    proptest::proptest! {
+        /// Harness stripping never panics (multi-byte text, tags cut anywhere) and keeps no
+        /// more than it was given.
+        #[test]
+        fn harness_stripping_is_total(text in "(<|>|/|-|_|[a-z]|é|語|system-reminder| |\n|\\[Request interrupted by user\\]){0,40}") {
+            let kept = without_harness_text(&text);
+            proptest::prop_assert!(kept.len() <= text.len());
+            let _ = rejection_words(&format!("x the user said:\n{text}"));
+        }
+    }
 }
