@@ -20,6 +20,22 @@ pub const MAX_THREADS: usize = 256;
 /// Longest accepted session name, in bytes.
 pub const MAX_SESSION_NAME_BYTES: usize = 256;
 
+/// Why `name` cannot be a session name, or `None` if it can. Import checks the names it reads
+/// from a log with it too, so a bad one is reported at its line.
+pub(crate) fn session_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("it is empty".to_string())
+    } else if name.len() > MAX_SESSION_NAME_BYTES {
+        Some(format!("it is {} bytes, over the limit of {MAX_SESSION_NAME_BYTES}", name.len()))
+    } else if name.chars().any(char::is_control) {
+        Some("it contains control characters".to_string())
+    } else if name.trim() != name {
+        Some("it starts or ends with whitespace".to_string())
+    } else {
+        None
+    }
+}
+
 /// How to open and use an index.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -203,18 +219,7 @@ impl Gatekeeper {
     /// [`Error::InvalidInput`] for an empty name, one over 256 bytes, one with control
     /// characters or surrounding whitespace.
     pub fn session(&self, name: &str) -> Result<Session<'_>> {
-        let reason = if name.is_empty() {
-            Some("it is empty".to_string())
-        } else if name.len() > MAX_SESSION_NAME_BYTES {
-            Some(format!("it is {} bytes, over the limit of {MAX_SESSION_NAME_BYTES}", name.len()))
-        } else if name.chars().any(char::is_control) {
-            Some("it contains control characters".to_string())
-        } else if name.trim() != name {
-            Some("it starts or ends with whitespace".to_string())
-        } else {
-            None
-        };
-        match reason {
+        match session_name_problem(name) {
             Some(reason) => Err(Error::InvalidInput { what: "session name", reason }),
             None => Ok(Session::new(self, name.to_string())),
         }

@@ -26,13 +26,13 @@ const CASES: &[Case] = &[
     Case {
         file: "fixtures/import/openai/chat.jsonl",
         format: Format::OpenAi,
-        sessions: &[("support-4471", 4), ("chat.jsonl#2", 2), ("request-7", 1), ("zh-weather-02", 2)],
+        sessions: &[("support-4471", 4), ("#2", 2), ("request-7", 1), ("zh-weather-02", 2)],
         absent: &["Acme Outfitters' support assistant", "senior Kubernetes SRE", "Classify the sentiment"],
     },
     Case {
         file: "fixtures/import/openai/messages.json",
         format: Format::OpenAi,
-        sessions: &[("qa-1", 1), ("messages.json#2", 1)],
+        sessions: &[("qa-1", 1), ("#2", 1)],
         absent: &[],
     },
     Case {
@@ -64,6 +64,31 @@ const CASES: &[Case] = &[
         ],
     },
     Case {
+        file: "fixtures/import/claude-code/rewind.jsonl",
+        format: Format::ClaudeCode,
+        sessions: &[("5b0c3e1a-7d2f-4c8e-9a1b-3e4f5a6b7c8d", 3)],
+        absent: &[
+            "ABANDONED",
+            "REMINDER-NOISE",
+            "Caveat",
+            "Total cost",
+            "Request interrupted",
+            "No response requested",
+        ],
+    },
+    Case {
+        file: "fixtures/import/claude-code/9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b.jsonl",
+        format: Format::ClaudeCode,
+        sessions: &[("9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b", 2)],
+        absent: &["ABANDONED-ROOT-REPLY"],
+    },
+    Case {
+        file: "fixtures/import/claude/single_conversation.json",
+        format: Format::Claude,
+        sessions: &[("e3b7a9d1-4c2f-4a8e-b6d5-0f1e2d3c4b5a", 2)],
+        absent: &["Rows_examined", "customer_email text NOT NULL"],
+    },
+    Case {
         file: "fixtures/import/codex/rollout-2025-10-02T07-00-00-0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d.jsonl",
         format: Format::Codex,
         sessions: &[("0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", 4)],
@@ -83,13 +108,13 @@ const CASES: &[Case] = &[
     Case {
         file: "fixtures/import/sharegpt/conversations.json",
         format: Format::ShareGpt,
-        sessions: &[("sg-8841", 3), ("conversations.json#2", 2), ("1024", 2)],
+        sessions: &[("sg-8841", 3), ("#2", 2), ("1024", 2)],
         absent: &["helpful travel assistant"],
     },
     Case {
         file: "fixtures/import/sharegpt/vicuna.jsonl",
         format: Format::ShareGpt,
-        sessions: &[("vicuna-0001", 2), ("vicuna.jsonl#2", 1)],
+        sessions: &[("vicuna-0001", 2), ("#2", 1)],
         absent: &[],
     },
 ];
@@ -114,7 +139,7 @@ const BAD: &[Bad] = &[
         file: "fixtures/import/openai/bad_role.jsonl",
         good: "fixtures/import/openai/chat.jsonl",
         format: Format::Auto,
-        skipped: Some((2, &[("support-4471", 4), ("bad_role.jsonl#3", 2)])),
+        skipped: Some((2, &[("support-4471", 4), ("#3", 2)])),
     },
     Bad {
         file: "fixtures/import/chatgpt/bad_node.json",
@@ -171,8 +196,24 @@ fn sessions(gk: &Gatekeeper) -> Result<Vec<(String, u32)>, Error> {
     Ok(gk.sessions()?.into_iter().map(|s| (s.name, s.turns)).collect())
 }
 
-fn owned(sessions: &[(&str, u32)]) -> Vec<(String, u32)> {
-    sessions.iter().map(|(name, turns)| (name.to_string(), *turns)).collect()
+/// The sessions of `file` with their turn counts; a name `#N` is conversation N of a file
+/// without ids, named after the file (DESIGN §8.7: `NAME@HASH#N`, the hash of its canonical
+/// path).
+fn owned(file: &str, sessions: &[(&str, u32)]) -> Vec<(String, u32)> {
+    sessions
+        .iter()
+        .map(|(name, turns)| match name.strip_prefix('#') {
+            Some(n) => (format!("{}#{n}", file_name_key(Path::new(file))), *turns),
+            None => (name.to_string(), *turns),
+        })
+        .collect()
+}
+
+/// `NAME@HASH`: the file name and the top 32 bits of the XXH3 of its canonical path, in hex.
+fn file_name_key(file: &Path) -> String {
+    let canonical = std::fs::canonicalize(file).expect("the fixture exists");
+    let digest = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes()) >> 32;
+    format!("{}@{digest:08x}", canonical.file_name().unwrap().to_string_lossy())
 }
 
 fn stored_turns(gk: &Gatekeeper, session: &str) -> Result<Vec<StoredTurn>, Error> {
@@ -202,8 +243,9 @@ fn every_fixture_is_detected_and_imported_once() -> TestResult {
         assert_eq!(report.new_turns, u64::from(total), "{}: new turns", case.file);
         assert_eq!(report.skipped, 0, "{}", case.file);
         assert!(file.sessions.iter().all(|s| s.held_back == 0), "{}: {:?}", case.file, file.sessions);
-        assert_eq!(sessions(&gk)?, owned(case.sessions), "{}: sessions and turn counts", case.file);
-        for (name, _) in case.sessions {
+        let expected = owned(case.file, case.sessions);
+        assert_eq!(sessions(&gk)?, expected, "{}: sessions and turn counts", case.file);
+        for (name, _) in &expected {
             for turn in stored_turns(&gk, name)? {
                 for text in case.absent {
                     assert!(
@@ -225,7 +267,7 @@ fn every_fixture_is_detected_and_imported_once() -> TestResult {
             case.file
         );
         assert_eq!(gk.stats()?, before, "{}: a re-import must not write", case.file);
-        assert_eq!(sessions(&gk)?, owned(case.sessions), "{}", case.file);
+        assert_eq!(sessions(&gk)?, expected, "{}", case.file);
     }
     Ok(())
 }
@@ -297,7 +339,7 @@ fn skip_invalid_imports_the_rest_and_reports_the_line() -> TestResult {
         let message = expected(bad.file)?;
         let reason = message.split_once(&format!(":{line}: ")).map(|(_, r)| r);
         assert_eq!(Some(file.skipped[0].reason.as_str()), reason, "{}", bad.file);
-        assert_eq!(sessions(&gk)?, owned(kept), "{}: the rest is imported", bad.file);
+        assert_eq!(sessions(&gk)?, owned(bad.file, kept), "{}: the rest is imported", bad.file);
     }
     Ok(())
 }

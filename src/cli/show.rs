@@ -2,6 +2,7 @@
 
 use super::{Global, output};
 use ctxgate::describe_reference;
+use ctxgate::import::turns::FAILED_MARK;
 use ctxgate::{SessionInfo, StoredTurn, Topic};
 use serde::Serialize;
 use std::fmt::Write;
@@ -72,18 +73,48 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         );
         let _ = writeln!(out, "user:\n{}", t.user);
         let _ = writeln!(out, "assistant:\n{}", t.assistant);
-        for tool in &t.tools {
+        for (tool, failed) in t.tools.iter().zip(failed_tools(t)) {
             let _ = writeln!(
                 out,
-                "tool {}{}: {} · result {} bytes",
+                "tool {}{}: {} · result {} bytes{}",
                 tool.name,
                 tool.call_id.as_deref().map(|id| format!(" ({id})")).unwrap_or_default(),
                 truncate(&tool.arguments, 200),
-                tool.result_bytes
+                tool.result_bytes,
+                if failed { " · failed" } else { "" }
             );
         }
     }
     output::print_text(&out)
+}
+
+/// For each tool of a turn, whether its call failed. Import mentions each call in the assistant
+/// text, in order, as a paragraph `[tool: NAME]`, `[tool: NAME (failed)]` for a failed one
+/// (DESIGN §8.7); a tool is matched to the next mention of its name (documents such as
+/// attachments have none).
+fn failed_tools(turn: &StoredTurn) -> Vec<bool> {
+    let mentions: Vec<(&str, bool)> = turn
+        .assistant
+        .split("\n\n")
+        .filter_map(|part| part.trim().strip_prefix("[tool: ")?.strip_suffix(']'))
+        .map(|name| match name.strip_suffix(FAILED_MARK) {
+            Some(name) => (name, true),
+            None => (name, false),
+        })
+        .collect();
+    let mut next = 0;
+    let mut failed = Vec::with_capacity(turn.tools.len());
+    for tool in &turn.tools {
+        let rest = mentions.get(next..).unwrap_or_default();
+        match rest.iter().position(|(name, _)| *name == tool.name) {
+            Some(at) => {
+                failed.push(rest[at].1);
+                next += at + 1;
+            }
+            None => failed.push(false),
+        }
+    }
+    failed
 }
 
 fn truncate(text: &str, max_chars: usize) -> String {

@@ -1,5 +1,6 @@
-//! ChatGPT data export `conversations.json` (DESIGN §8.1): a JSON array of conversations,
-//! each a `mapping` tree of nodes `{id, message|null, parent, children}`.
+//! ChatGPT data export `conversations.json` (DESIGN §8.1): a JSON array of conversations (or
+//! one conversation object, as tools that export a single chat write it), each a `mapping`
+//! tree of nodes `{id, message|null, parent, children}`.
 //!
 //! Only the active branch is read: `current_node` walked back through `parent` (regenerated
 //! replies and edited prompts on other branches are not part of the transcript). Without a
@@ -23,7 +24,8 @@ use std::path::Path;
 /// Parses a whole `conversations.json`.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
     let mut parsed = ParsedFile::default();
-    let elements = records::elements(path, text, "a JSON array of conversations")?;
+    let elements =
+        records::documents(path, text, "a JSON array of conversations, or one conversation object")?;
     for c in records::convert(path, elements, skip_invalid, &mut parsed.skipped, |v, _| conversation(v))? {
         records::push(&mut parsed.conversations, c);
     }
@@ -33,10 +35,13 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
 fn conversation(v: &Value) -> Result<Conversation, String> {
     records::object(v, "", "a conversation object with `mapping` and `current_node`")?;
     let key = match opt_str(v, "", "id")?.filter(|s| !s.trim().is_empty()) {
-        Some(id) => id,
-        None => opt_str(v, "", "conversation_id")?
-            .filter(|s| !s.trim().is_empty())
-            .ok_or("missing `id` (or `conversation_id`)")?,
+        Some(id) => records::session_name(id, "id")?,
+        None => records::session_name(
+            opt_str(v, "", "conversation_id")?
+                .filter(|s| !s.trim().is_empty())
+                .ok_or("missing `id` (or `conversation_id`)")?,
+            "conversation_id",
+        )?,
     };
     let title = opt_str(v, "", "title")?.filter(|t| !t.trim().is_empty()).map(str::to_string);
     let mapping = match v.get("mapping") {
@@ -60,7 +65,7 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
         };
         turns.add(message).map_err(|what| format!("`mapping` node {id:?}: {what}"))?;
     }
-    Ok(Conversation { key: key.trim().to_string(), title, turns: turns.finish() })
+    Ok(Conversation { key, title, turns: turns.finish() })
 }
 
 /// The nodes from the root to `leaf`, through `parent`.
@@ -342,6 +347,24 @@ mod tests {
             assert_eq!(err.to_string(), format!("c.json:1: {expected}"), "for {conversation}");
         }
         let err = parse(path, "{\"mapping\": {}}", false).unwrap_err();
-        assert_eq!(err.to_string(), "c.json:1: expected a JSON array of conversations");
+        assert_eq!(err.to_string(), "c.json:1: missing `id` (or `conversation_id`)");
+        let err = parse(path, "[{\"id\": \"a\\u0000b\", \"mapping\": {}}]", false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "c.json:1: `id` cannot be a session name: it contains control characters"
+        );
+    }
+
+    /// Issue 22, finding 2: an export of one conversation is an object, not an array, and is
+    /// read like an array of one.
+    #[test]
+    fn r22_one_conversation_object() {
+        let (path, text) = read("fixtures/import/chatgpt/conversations.json");
+        let all: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let one = serde_json::to_string_pretty(&all[1]).unwrap();
+        let parsed = parse(&path, &format!("\n{one}\n"), false).unwrap();
+        let whole = parse(&path, &text, false).unwrap();
+        assert_eq!(keys(&parsed), ["7c9e4d12-5f3a-4b8e-a1d0-93c2e6b7f801"]);
+        assert_eq!(parsed.conversations[0], whole.conversations[1]);
     }
 }

@@ -4,44 +4,85 @@
 //! Only `user` and `assistant` records carry turns; `system`, `summary`, `progress`,
 //! `file-history-snapshot`, `queue-operation` and the other bookkeeping types are dropped.
 //! `message.content` is a string or blocks: `text` is turn text, `thinking` is not, `tool_use`
-//! is a tool call and a user record's `tool_result` blocks are its result (not user text).
-//! Dropped as well: sidechain records (`isSidechain: true`, subagent traffic), harness noise
-//! (`isMeta: true`, or user text holding `<command-name>`, `<command-message>`,
-//! `<local-command-stdout>` or `<local-command-stderr>`) and the summary that follows a
-//! compaction (`isCompactSummary: true` after a `compact_boundary`). A file may hold several
-//! sessions: one conversation per `sessionId`, in order of first appearance. A turn's time is
-//! its first record's `timestamp`.
+//! is a tool call and a user record's `tool_result` blocks are its result (not user text); a
+//! failed result (`is_error`) marks its call failed, and the words a user typed when rejecting
+//! a call are added to the user text of the call's turn.
+//!
+//! Records form a tree through `parentUuid` (across a compaction, `logicalParentUuid`): a
+//! rewind re-sends a message from an earlier point and forks it. Only the active branch is
+//! read: each session's last message back to its root. Results of calls on it are read
+//! wherever they sit. A tree that cannot be followed (a parent not in the file, a cycle), or
+//! records that name no parent at all, are read in file order. A record repeating an earlier
+//! `uuid` is read once.
+//!
+//! Dropped as well: sidechain records (`isSidechain: true`, subagent traffic), harness records
+//! (`isMeta: true`, the summary after a compaction `isCompactSummary: true`, assistant messages
+//! the harness wrote itself: model `<synthetic>` or `isApiErrorMessage`), and harness text in
+//! user text: `<system-reminder>` blocks anywhere, whole `<tag>…</tag>` blocks at its start or
+//! end whose tag has a `-` or `_` (`<command-name>`, `<local-command-stdout>`,
+//! `<local-command-caveat>`, `<ide_opened_file>`, …) and the `[Request interrupted by user…]`
+//! marker. A file may hold
+//! several sessions: one conversation per `sessionId`, in order of first appearance; records
+//! without one belong to the session the file is named after (its stem: Claude Code names each
+//! file by its session id). A turn's time is its first record's `timestamp`.
 
 use super::error::Error;
 use super::records::{self, json_text, opt_str, req_object, req_str};
 use super::turns::{Conversation, ParsedFile, Role, TurnBuilder};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-/// User text that is the harness talking, not the person.
-const NOISE: [&str; 4] =
-    ["<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>"];
+/// The marker Claude Code writes as user text when the person interrupts a reply.
+const INTERRUPTED: &str = "[Request interrupted by user";
+
+/// The line of a rejected call's result after which the person's own words follow.
+const REJECTION_SAID: &str = "the user said:";
+
+/// A paragraph Claude Code appends to a rejection, after the person's words.
+const REJECTION_NOTE: &str = "\n\nNote: The user's next message may contain a correction";
 
 /// Parses a whole session file.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
     let mut parsed = ParsedFile::default();
+    let mut nodes =
+        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, _| node(v))?;
+    let mut seen = HashSet::new();
+    nodes.retain(|n| n.uuid.as_ref().is_none_or(|uuid| seen.insert(uuid.clone())));
+    let active = active_branches(&nodes);
+    let stem = records::name_from_file(
+        &path.file_stem().map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned()),
+    );
     let mut sessions: Vec<(String, TurnBuilder)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    let rows =
-        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, _| row(v))?;
-    for row in rows.into_iter().flatten() {
-        let i = *index.entry(row.session.clone()).or_insert_with(|| {
-            sessions.push((row.session.clone(), TurnBuilder::new()));
+    for (node, on_branch) in nodes.into_iter().zip(active) {
+        let Some(row) = node.row else { continue };
+        let session = node.session.unwrap_or_else(|| stem.clone());
+        let i = *index.entry(session.clone()).or_insert_with(|| {
+            sessions.push((session, TurnBuilder::new()));
             sessions.len() - 1
         });
         let b = &mut sessions[i].1;
         let time = row.time.as_deref();
         for item in row.items {
             match item {
-                Item::Text(text) => b.message(row.role, &text, time),
-                Item::Call { name, id, arguments } => b.tool_call(&name, id.as_deref(), &arguments, time),
-                Item::Result { id, text } => b.tool_result(id.as_deref(), &text),
+                Item::Text(text) if on_branch => b.message(row.role, &text, time),
+                Item::Call { name, id, arguments } if on_branch => {
+                    b.tool_call(&name, id.as_deref(), &arguments, time)
+                }
+                // A result off the branch still answers a call on it (parallel calls' results
+                // may sit on sibling records); one with no id could answer any call.
+                Item::Result { id, text, failed, said } if on_branch || id.is_some() => {
+                    if failed {
+                        b.tool_error(id.as_deref(), &text);
+                    } else {
+                        b.tool_result(id.as_deref(), &text);
+                    }
+                    if on_branch && let Some(words) = said {
+                        b.user_words_in_turn(&words, time);
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -51,9 +92,20 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
     Ok(parsed)
 }
 
-/// A user or assistant record that carries turn content, checked before anything is applied.
+/// A record: its place in the tree and, for a user or assistant record, its content.
+struct Node {
+    uuid: Option<String>,
+    /// `parentUuid`, or `logicalParentUuid` where that is null (a compaction's boundary).
+    parent: Option<String>,
+    session: Option<String>,
+    /// A user or assistant record of the main conversation (not a sidechain's).
+    is_message: bool,
+    /// Its turn content, checked before anything is applied; `None` for a record without any.
+    row: Option<Row>,
+}
+
+/// A user or assistant record that carries turn content.
 struct Row {
-    session: String,
     role: Role,
     time: Option<String>,
     items: Vec<Item>,
@@ -62,28 +114,64 @@ struct Row {
 /// What a record contributes.
 enum Item {
     Text(String),
-    Call { name: String, id: Option<String>, arguments: String },
-    Result { id: Option<String>, text: String },
+    Call {
+        name: String,
+        id: Option<String>,
+        arguments: String,
+    },
+    /// A tool result; `said`: the words the person typed when rejecting the call.
+    Result {
+        id: Option<String>,
+        text: String,
+        failed: bool,
+        said: Option<String>,
+    },
 }
 
-/// The record's content, or `None` for a record that carries none.
-fn row(v: &Value) -> Result<Option<Row>, String> {
+/// A string field used to link records; any other value is no link.
+fn link(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// The record's place in the tree and its content.
+fn node(v: &Value) -> Result<Node, String> {
     records::object(v, "", "a JSON object with `type`")?;
-    let role = match req_str(v, "", "type")? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        _ => return Ok(None),
-    };
+    let kind = req_str(v, "", "type")?;
     let flag = |key: &str| v.get(key).and_then(Value::as_bool).unwrap_or(false);
-    if flag("isSidechain") || (role == Role::User && (flag("isMeta") || flag("isCompactSummary"))) {
-        return Ok(None);
+    let mut node = Node {
+        uuid: link(v, "uuid"),
+        parent: link(v, "parentUuid").or_else(|| link(v, "logicalParentUuid")),
+        session: None,
+        is_message: matches!(kind, "user" | "assistant") && !flag("isSidechain"),
+        row: None,
+    };
+    if node.is_message {
+        node.session = match v.get("sessionId") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.trim().is_empty() => None,
+            Some(Value::String(s)) => Some(records::session_name(s, "sessionId")?),
+            Some(_) => return Err("`sessionId` must be a string".into()),
+        };
+        node.row = row(v, kind)?;
     }
-    let session = req_str(v, "", "sessionId")?.trim();
-    if session.is_empty() {
-        return Err("`sessionId` is empty".into());
+    Ok(node)
+}
+
+/// The content of a main-conversation user or assistant record, or `None` for one that is
+/// the harness's.
+fn row(v: &Value, kind: &str) -> Result<Option<Row>, String> {
+    let flag = |key: &str| v.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let role = if kind == "user" { Role::User } else { Role::Assistant };
+    if role == Role::User && (flag("isMeta") || flag("isCompactSummary")) {
+        return Ok(None);
     }
     let time = opt_str(v, "", "timestamp")?.map(str::to_string);
     let message = req_object(v, "", "message")?;
+    if role == Role::Assistant
+        && (flag("isApiErrorMessage") || message.get("model").and_then(Value::as_str) == Some("<synthetic>"))
+    {
+        return Ok(None);
+    }
     let mut items = Vec::new();
     match message.get("content") {
         Some(Value::String(text)) => items.push(Item::Text(text.clone())),
@@ -100,10 +188,16 @@ fn row(v: &Value) -> Result<Option<Row>, String> {
                         id: opt_str(block, &at, "id")?.map(str::to_string),
                         arguments: block.get("input").map(json_text).unwrap_or_default(),
                     }),
-                    "tool_result" => items.push(Item::Result {
-                        id: opt_str(block, &at, "tool_use_id")?.map(str::to_string),
-                        text: block.get("content").map(records::block_text).unwrap_or_default(),
-                    }),
+                    "tool_result" => {
+                        let text = block.get("content").map(records::block_text).unwrap_or_default();
+                        let failed = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                        items.push(Item::Result {
+                            id: opt_str(block, &at, "tool_use_id")?.map(str::to_string),
+                            said: if failed { rejection_words(&text) } else { None },
+                            text,
+                            failed,
+                        })
+                    }
                     _ => {} // thinking, redacted_thinking, image, document
                 }
             }
@@ -112,9 +206,159 @@ fn row(v: &Value) -> Result<Option<Row>, String> {
         Some(_) => return Err("`message.content` must be a string or an array of blocks".into()),
     }
     if role == Role::User {
-        items.retain(|item| !matches!(item, Item::Text(text) if NOISE.iter().any(|n| text.contains(n))));
+        for item in &mut items {
+            if let Item::Text(text) = item {
+                *text = without_harness_text(text);
+            }
+        }
     }
-    Ok(Some(Row { session: session.to_string(), role, time, items }))
+    Ok(Some(Row { role, time, items }))
+}
+
+/// For each node, whether it is on its session's active branch: the chain from the session's
+/// last message back through its parents. Nodes without a `uuid`, and every node of a session
+/// whose chain cannot be followed or whose messages name no parent at all, count as on it.
+fn active_branches(nodes: &[Node]) -> Vec<bool> {
+    let by_uuid: HashMap<&str, usize> =
+        nodes.iter().enumerate().filter_map(|(i, n)| Some((n.uuid.as_deref()?, i))).collect();
+    let mut leaves: HashMap<Option<&str>, usize> = HashMap::new();
+    // Sessions some of whose messages name a parent: in the others there is no tree to follow.
+    let mut linked: HashSet<Option<&str>> = HashSet::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if n.is_message && n.uuid.is_some() {
+            leaves.insert(n.session.as_deref(), i);
+            if n.parent.is_some() {
+                linked.insert(n.session.as_deref());
+            }
+        }
+    }
+    leaves.retain(|session, _| linked.contains(session));
+    // Per session: the nodes of its branch, or `None` when the tree cannot be followed.
+    let mut branches: HashMap<Option<&str>, Option<HashSet<usize>>> = HashMap::new();
+    for (session, leaf) in leaves {
+        let mut chain = HashSet::new();
+        let mut at = leaf;
+        let followed = loop {
+            if !chain.insert(at) {
+                break false; // a cycle
+            }
+            let Some(parent) = nodes[at].parent.as_deref() else { break true };
+            match by_uuid.get(parent) {
+                Some(&next) => at = next,
+                None => break false, // a parent the file does not have
+            }
+        };
+        branches.insert(session, followed.then_some(chain));
+    }
+    nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            n.uuid.is_none()
+                || match branches.get(&n.session.as_deref()) {
+                    Some(Some(chain)) => chain.contains(&i),
+                    _ => true,
+                }
+        })
+        .collect()
+}
+
+/// The tag of the reminders the harness adds to user text, wherever they sit in it.
+const REMINDER: &str = "system-reminder";
+
+/// User text without what the harness wraps around it or writes in its place.
+fn without_harness_text(text: &str) -> String {
+    let text = without_blocks(text, REMINDER);
+    let mut rest = text.trim();
+    loop {
+        if let Some(after) = leading_tag_block(rest) {
+            rest = after.trim();
+        } else if let Some(before) = trailing_tag_block(rest) {
+            rest = before.trim();
+        } else {
+            break;
+        }
+    }
+    if rest.starts_with(INTERRUPTED) && rest.ends_with(']') && !rest.contains('\n') {
+        return String::new();
+    }
+    rest.to_string()
+}
+
+/// `text` without its whole `<tag …>…</tag>` blocks (an unclosed one is kept).
+fn without_blocks(text: &str, tag: &str) -> String {
+    let (open, close) = (format!("<{tag}"), format!("</{tag}>"));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(&open) {
+        let after = &rest[at + open.len()..];
+        let end =
+            after.starts_with(|c: char| c == '>' || c.is_whitespace()).then(|| after.find(&close)).flatten();
+        let Some(end) = end else {
+            out.push_str(&rest[..at + open.len()]);
+            rest = after;
+            continue;
+        };
+        out.push_str(&rest[..at]);
+        rest = &after[end + close.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether a tag name is one the harness uses: lower-case ASCII words joined by `-` or `_`
+/// (`system-reminder`, `local-command-stdout`, `ide_opened_file`), never an HTML element.
+fn is_harness_tag(name: &str) -> bool {
+    let words: Vec<&str> = name.split(['-', '_']).collect();
+    words.len() > 1
+        && words
+            .iter()
+            .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+/// The text after a whole harness `<tag …>…</tag>` block it starts with.
+fn leading_tag_block(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix('<')?;
+    let name_end = rest.find(|c: char| c == '>' || c.is_whitespace())?;
+    let name = &rest[..name_end];
+    if !is_harness_tag(name) {
+        return None;
+    }
+    let open_end = rest.find('>')? + 1;
+    let close = format!("</{name}>");
+    let body_end = rest[open_end..].find(&close)? + open_end;
+    Some(&rest[body_end + close.len()..])
+}
+
+/// The text before a whole harness `<tag …>…</tag>` block it ends with.
+fn trailing_tag_block(text: &str) -> Option<&str> {
+    let before_close = text.strip_suffix('>')?;
+    let close_start = before_close.rfind("</")?;
+    let name = &before_close[close_start + 2..];
+    if !is_harness_tag(name) {
+        return None;
+    }
+    let head = &text[..close_start];
+    let open = format!("<{name}");
+    let mut search = head.len();
+    while let Some(at) = head[..search].rfind(&open) {
+        let after = &head[at + open.len()..];
+        if after.starts_with(|c: char| c == '>' || c.is_whitespace()) {
+            return Some(&text[..at]);
+        }
+        search = at;
+    }
+    None
+}
+
+/// The words a person typed when rejecting a tool call: what follows Claude Code's "…the user
+/// said:" line in the failed result, without the note it appends.
+fn rejection_words(result: &str) -> Option<String> {
+    let (_, said) = result.split_once(REJECTION_SAID)?;
+    let said = said.split(REJECTION_NOTE).next().unwrap_or_default();
+    let said = without_harness_text(said);
+    (!said.is_empty()).then_some(said)
 }
 
 #[cfg(test)]
@@ -137,7 +381,7 @@ mod tests {
         assert_eq!(main[0].time.as_deref(), Some("2025-06-14T09:00:05.185Z"));
         assert!(
             main[0].assistant.starts_with(
-                "I'll run the failing test first.\n\n[tool: Bash]\n\n[tool: Read]\n\n`split_units(s).rev()`"
+                "I'll run the failing test first.\n\n[tool: Bash (failed)]\n\n[tool: Read]\n\n`split_units(s).rev()`"
             ),
             "{}",
             main[0].assistant
@@ -208,7 +452,11 @@ mod tests {
     #[test]
     fn bad_records_name_the_field() {
         let rows = [
-            (r#"{"type":"user","message":{"content":"hi"}}"#, "missing `sessionId`"),
+            (r#"{"type":"user","sessionId":7,"message":{"content":"hi"}}"#, "`sessionId` must be a string"),
+            (
+                r#"{"type":"user","sessionId":"a\u0007b","message":{"content":"hi"}}"#,
+                "`sessionId` cannot be a session name: it contains control characters",
+            ),
             (r#"{"type":"user","sessionId":"s"}"#, "missing `message`"),
             (
                 r#"{"type":"assistant","sessionId":"s","message":{"content":[{"type":"tool_use","id":"t"}]}}"#,
@@ -229,5 +477,183 @@ mod tests {
 {"type":"progress"}
 {"type":"user","isMeta":true,"sessionId":"s"}"#;
         assert_eq!(parse(Path::new("s.jsonl"), quiet, false).unwrap(), ParsedFile::default());
+    }
+
+    /// Issue 22, findings 3, 5 and 6: the branch a rewind abandoned, harness rows and text, a
+    /// repeated record and a rejection's words.
+    #[test]
+    fn r22_the_active_branch_without_harness_text() {
+        let (path, text) = read("fixtures/import/claude-code/rewind.jsonl");
+        let parsed = parse(&path, &text, false).unwrap();
+        assert_eq!(keys(&parsed), ["5b0c3e1a-7d2f-4c8e-9a1b-3e4f5a6b7c8d"]);
+        let turns: Vec<(&str, &str)> =
+            parsed.conversations[0].turns.iter().map(|t| (t.user.as_str(), t.assistant.as_str())).collect();
+        assert_eq!(
+            turns,
+            [
+                (
+                    "Add a TTL cache to `load_config`.\n\nHold. I want to keep it simple - no connection pooling \
+                     for now.",
+                    "I'll wrap it in a connection pool first.\n\n[tool: Edit (failed)]\n\nUnderstood: a plain \
+                     `HashMap` with an expiry per entry, no pool.\n\n[tool: Read]\n\n[tool: Grep]\n\nDone: entries \
+                     expire after 60 s."
+                ),
+                ("Now add a unit test for the expiry.", "[tool: Bash]\n\nThe test passes."),
+                ("Commit it.", "Committed as 3f2a9c1."),
+            ]
+        );
+        let main = &parsed.conversations[0].turns;
+        // The rejected call keeps its result (evidence) too.
+        assert!(main[0].tools[0].result.as_deref().unwrap().ends_with("for future sessions."));
+        // Parallel calls: the result on the sibling record still answers its call.
+        let results: Vec<Option<&str>> = main[0].tools[1..].iter().map(|t| t.result.as_deref()).collect();
+        assert_eq!(
+            results,
+            [
+                Some("pub fn load_config(path: &Path) -> Result<Config> {"),
+                Some("src/main.rs:12:    let cfg = load_config(&args.config)?;")
+            ]
+        );
+        assert_eq!(tools(&main[1]), [("Bash", Some("toolu_01Test"), 33)], "the repeated record is read once");
+        assert_eq!(main[1].time.as_deref(), Some("2025-09-03T10:00:54.378Z"));
+        assert_absent(
+            &parsed,
+            &[
+                "ABANDONED",
+                "REMINDER-NOISE",
+                "system-reminder",
+                "Caveat",
+                "/cost",
+                "Total cost",
+                "Request interrupted",
+                "COMPACT-SUMMARY",
+                "No response requested",
+                "HIDDEN-THINKING",
+            ],
+        );
+    }
+
+    /// Issue 22, finding 7: records without `sessionId` belong to the session the file is named
+    /// after; a rewind to the first prompt makes a new root, and the old root's branch goes.
+    #[test]
+    fn r22_no_session_id_and_a_rewind_to_the_start() {
+        let (path, text) = read("fixtures/import/claude-code/9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b.jsonl");
+        let parsed = parse(&path, &text, false).unwrap();
+        assert_eq!(keys(&parsed), ["9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"]);
+        let turns: Vec<(&str, &str)> =
+            parsed.conversations[0].turns.iter().map(|t| (t.user.as_str(), t.assistant.as_str())).collect();
+        assert_eq!(
+            turns,
+            [
+                (
+                    "What does the `?` operator do on an `Option`?",
+                    "It returns `None` early from a function that returns an `Option`."
+                ),
+                ("And in `main`?", "`main` must return `Option` or `Result` for `?` to compile there."),
+            ]
+        );
+    }
+
+    /// A tree that cannot be followed is read in file order: a parent the file lacks, a cycle.
+    #[test]
+    fn a_broken_tree_is_read_in_file_order() {
+        let row = |uuid: &str, parent: &str, kind: &str, text: &str| {
+            format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"sessionId":"s","message":{{"role":"{kind}","content":"{text}"}}}}"#
+            )
+        };
+        let broken = [
+            row("u1", r#""gone""#, "user", "one"),
+            row("a1", r#""u1""#, "assistant", "two"),
+            row("u2", "null", "user", "three"),
+            row("a2", r#""u2""#, "assistant", "four"),
+            row("u3", r#""elsewhere""#, "user", "five"),
+        ];
+        let cycle = [
+            row("u1", r#""a2""#, "user", "one"),
+            row("a1", r#""u1""#, "assistant", "two"),
+            row("u2", r#""a1""#, "user", "three"),
+            row("a2", r#""u2""#, "assistant", "four"),
+        ];
+        let unlinked = [
+            row("u1", "null", "user", "one"),
+            row("a1", "null", "assistant", "two"),
+            row("u2", "null", "user", "three"),
+            row("a2", "null", "assistant", "four"),
+        ];
+        let cases = [
+            (&broken[..], vec!["one", "three", "five"]),
+            (&cycle[..], vec!["one", "three"]),
+            (&unlinked[..], vec!["one", "three"]),
+        ];
+        for (rows, users) in cases {
+            let parsed = parse(Path::new("s.jsonl"), &rows.join("\n"), false).unwrap();
+            let got: Vec<&str> = parsed.conversations[0].turns.iter().map(|t| t.user.as_str()).collect();
+            assert_eq!(got, users, "{rows:?}");
+        }
+    }
+
+    #[test]
+    fn harness_blocks_are_stripped_and_typed_text_is_kept() {
+        let rows = [
+            (
+                "<system-reminder>x</system-reminder>\nFix it.\n<system-reminder a=\"1\">y</system-reminder>",
+                "Fix it.",
+            ),
+            ("<ide_opened_file>The user opened a.rs</ide_opened_file>", ""),
+            ("<command-message>init</command-message>\n<command-name>/init</command-name>", ""),
+            ("<bash-input>git status</bash-input>", ""),
+            ("[Request interrupted by user for tool use]", ""),
+            // Not harness: HTML elements, a tag in the middle, an unclosed block, a bracket in prose.
+            ("<div>hello</div>", "<div>hello</div>"),
+            (
+                "Why does <my-widget>x</my-widget> render twice?",
+                "Why does <my-widget>x</my-widget> render twice?",
+            ),
+            ("<system-reminder>never closed", "<system-reminder>never closed"),
+            ("Fix this\n<system-reminder>r</system-reminder>\nand that.", "Fix this\n\nand that."),
+            (
+                "[Request interrupted by user] happened twice, why?\nSee above.",
+                "[Request interrupted by user] happened twice, why?\nSee above.",
+            ),
+        ];
+        for (text, kept) in rows {
+            assert_eq!(without_harness_text(text), kept, "for {text:?}");
+        }
+    }
+
+    #[test]
+    fn the_words_of_a_rejection() {
+        let said = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a \
+                    file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n";
+        let rows = [
+            (format!("{said}Use rustls, not openssl."), Some("Use rustls, not openssl.")),
+            (
+                format!(
+                    "{said}Two lines\nof words.\n\nNote: The user's next message may contain a correction or preference."
+                ),
+                Some("Two lines\nof words."),
+            ),
+            (format!("{said}   "), None),
+            (
+                "The user doesn't want to proceed with this tool use. STOP what you are doing.".to_string(),
+                None,
+            ),
+            ("error: file not found".to_string(), None),
+        ];
+        for (result, words) in rows {
+            assert_eq!(rejection_words(&result).as_deref(), words, "for {result:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Harness stripping never panics (multi-byte text, tags cut anywhere) and keeps no
+        /// more than it was given.
+        #[test]
+        fn harness_stripping_is_total(text in "(<|>|/|-|_|[a-z]|é|語|system-reminder| |\n|\\[Request interrupted by user\\]){0,40}") {
+            let kept = without_harness_text(&text);
+            proptest::prop_assert!(kept.len() <= text.len());
+            let _ = rejection_words(&format!("x the user said:\n{text}"));
+        }
     }
 }

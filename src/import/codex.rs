@@ -1,7 +1,8 @@
 //! Codex CLI rollout JSONL (DESIGN §8.4): one `{"timestamp", "type", "payload"}` per line.
 //!
-//! The session is `session_meta.payload.id` (the file's name without extension if the file has
-//! none). `response_item` messages (`user`/`assistant`, parts `input_text`/`output_text`) are
+//! The session is `session_meta.payload.id`; in a file without one, the UUID the rollout file
+//! is named by (`rollout-<time>-<uuid>.jsonl`, the same id), else the file's name made unique by
+//! its path. `response_item` messages (`user`/`assistant`, parts `input_text`/`output_text`) are
 //! the turn text; user parts that are context the harness injects (`<environment_context>`,
 //! `<user_instructions>`, `<permissions instructions>`, `<turn_context>`, AGENTS.md
 //! instructions, and other whole `<snake_case>…</snake_case>` blocks) are dropped, as are
@@ -55,9 +56,26 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
             Item::Other => {}
         }
     }
-    let key = key.unwrap_or_else(|| records::file_name(path));
+    let key = key.unwrap_or_else(|| fallback_key(path));
     records::push(&mut parsed.conversations, Conversation { key, title: None, turns: b.finish() });
     Ok(parsed)
+}
+
+/// The session of a file without `session_meta`: the id Codex names its rollout files by
+/// (`rollout-<time>-<uuid>.jsonl`), else the file's name made unique by its path (DESIGN §8.7).
+fn fallback_key(path: &Path) -> String {
+    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    match stem.len().checked_sub(36).and_then(|at| stem.get(at..)) {
+        Some(id) if is_uuid(id) => id.to_string(),
+        _ => records::file_session_name(path),
+    }
+}
+
+/// Whether `text` is a UUID written 8-4-4-4-12 in hex.
+fn is_uuid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// What a line contributes, checked before anything is applied.
@@ -84,7 +102,7 @@ fn line(v: &Value) -> Result<(Option<String>, Item), String> {
             if id.is_empty() {
                 return Err("`payload.id` is empty".into());
             }
-            Item::Meta(id.to_string())
+            Item::Meta(records::session_name(id, "payload.id")?)
         }
         "response_item" => response_item(p)?,
         _ => match req_str(p, "payload", "type")? {
@@ -278,7 +296,12 @@ mod tests {
             r#"{"timestamp":"t2","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}}"#,
         );
         let parsed = parse(Path::new("logs/rollout-x.jsonl"), text, false).unwrap();
-        assert_eq!(keys(&parsed), ["rollout-x.jsonl"]);
+        assert_eq!(keys(&parsed), [records::file_session_name(Path::new("logs/rollout-x.jsonl"))]);
+        assert!(keys(&parsed)[0].starts_with("rollout-x.jsonl@"), "{:?}", keys(&parsed));
+        let named =
+            "sessions/2025/10/02/rollout-2025-10-02T07-00-00-0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d.jsonl";
+        let parsed = parse(Path::new(named), text, false).unwrap();
+        assert_eq!(keys(&parsed), ["0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d"], "the id the file is named by");
         let err =
             parse(Path::new("r.jsonl"), r#"{"type":"response_item","payload":"x"}"#, false).unwrap_err();
         assert_eq!(err.to_string(), "r.jsonl:1: `payload` must be an object");

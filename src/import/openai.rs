@@ -11,7 +11,7 @@
 //! position in an array).
 
 use super::error::Error;
-use super::records::{self, field, json_text, opt_array, opt_id, opt_str, req_array, req_str};
+use super::records::{self, field, json_text, opt_array, opt_session_id, opt_str, req_array, req_str};
 use super::turns::{Conversation, ParsedFile, Role, TurnBuilder};
 use serde_json::Value;
 use std::path::Path;
@@ -35,9 +35,9 @@ fn conversation(v: &Value, default_key: String) -> Result<Conversation, String> 
         _ => (v, ""),
     };
     let messages = req_array(holder, at, "messages")?;
-    let key = match opt_id(v, "", "id")? {
+    let key = match opt_session_id(v, "", "id")? {
         Some(id) => id,
-        None => opt_id(v, "", "custom_id")?.unwrap_or(default_key),
+        None => opt_session_id(v, "", "custom_id")?.unwrap_or(default_key),
     };
     let mut b = TurnBuilder::new();
     for (i, m) in messages.iter().enumerate() {
@@ -111,7 +111,7 @@ fn content(m: &Value, at: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::fixtures::{assert_absent, counts, expected, keys, read, tools};
+    use super::super::records::fixtures::{assert_absent, counts, expected, file_key, keys, read, tools};
     use super::super::turns::Skipped;
     use super::*;
 
@@ -119,7 +119,15 @@ mod tests {
     fn chat_jsonl() {
         let (path, text) = read("fixtures/import/openai/chat.jsonl");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["support-4471", "chat.jsonl#2", "request-7", "zh-weather-02"]);
+        assert_eq!(
+            keys(&parsed),
+            [
+                "support-4471",
+                &*file_key("fixtures/import/openai/chat.jsonl", 2),
+                "request-7",
+                "zh-weather-02"
+            ]
+        );
         assert_eq!(counts(&parsed), [4, 2, 1, 2]);
         let first = &parsed.conversations[0].turns[0];
         assert_eq!(first.user, "Hi! My order hasn't arrived yet. Order number AC-20931.");
@@ -182,7 +190,11 @@ mod tests {
     fn json_array_of_conversations() {
         let (path, text) = read("fixtures/import/openai/messages.json");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["qa-1", "messages.json#2"], "without an id: the element's position");
+        assert_eq!(
+            keys(&parsed),
+            ["qa-1", &*file_key("fixtures/import/openai/messages.json", 2)],
+            "without an id: the element's position"
+        );
         assert_eq!(counts(&parsed), [1, 1]);
         assert_eq!(parsed.conversations[1].turns[0].user, "And 422?");
     }
@@ -193,7 +205,7 @@ mod tests {
         let (path, text) = read(name);
         assert_eq!(parse(&path, &text, false).unwrap_err().to_string(), expected(name));
         let parsed = parse(&path, &text, true).unwrap();
-        assert_eq!(keys(&parsed), ["support-4471", "bad_role.jsonl#3"]);
+        assert_eq!(keys(&parsed), ["support-4471", &*file_key("fixtures/import/openai/bad_role.jsonl", 3)]);
         let reason =
             "`messages[3].role` is \"robot\": expected system, developer, user, assistant, tool or function";
         assert_eq!(parsed.skipped, [Skipped { line: 2, reason: reason.into() }]);
@@ -216,7 +228,7 @@ mod tests {
             r#"{"messages":[{"role":"user","content":"hi"}"#,
         );
         let parsed = parse(path, text, true).unwrap();
-        assert_eq!(keys(&parsed), ["f.jsonl#1"]);
+        assert_eq!(keys(&parsed), [&*file_key("f.jsonl", 1)]);
         let turn = &parsed.conversations[0].turns[0];
         assert_eq!(turn.assistant, "[tool: weather]\n\n-3 °C and snowing.");
         assert_eq!(tools(turn), [("weather", None, 10)]);

@@ -1,6 +1,7 @@
 //! What the format parsers share: a file's records with the line each starts on (the elements
-//! of a JSON array, or the lines of JSONL), skipping bad records with `skip_invalid`, and field
-//! checks whose messages name the field.
+//! of a JSON array, JSON objects one after another, or the lines of JSONL), skipping bad
+//! records with `skip_invalid`, field checks whose messages name the field, and session names
+//! (checked where a log gives them, made from the file's name and path where it does not).
 //!
 //! Field checks return the message alone (`Result<_, String>`); the parser adds the file and
 //! the record's line with [`Error::shape`].
@@ -50,6 +51,32 @@ pub(crate) fn elements<'a>(path: &Path, text: &'a str, what: &str) -> Result<Vec
     for (i, item) in items.into_iter().enumerate() {
         // The element's text is a slice of `text`: its offset is the distance between the two.
         let offset = (item.get().as_ptr() as usize).saturating_sub(base);
+        line = line_at(bytes, counted, offset, line);
+        counted = offset.max(counted);
+        records.push(Record { line, position: i + 1, text: item.get() });
+    }
+    Ok(records)
+}
+
+/// The conversations of an export document: the elements of a JSON array, or the JSON objects
+/// of a text that is not an array (an export of one conversation, or several written one after
+/// another). A syntax error fails the whole document, as in [`elements`].
+pub(crate) fn documents<'a>(path: &Path, text: &'a str, what: &str) -> Result<Vec<Record<'a>>, Error> {
+    if is_array(text) {
+        return elements(path, text, what);
+    }
+    let body = body(text);
+    if body.trim().is_empty() {
+        return Err(Error::shape(path, 1, format!("expected {what}")));
+    }
+    let bytes = text.as_bytes();
+    let skipped = text.len() - body.len();
+    let (mut line, mut counted) = (1, 0);
+    let mut records = Vec::new();
+    let stream = serde_json::Deserializer::from_str(body).into_iter::<&RawValue>();
+    for (i, item) in stream.enumerate() {
+        let item = item.map_err(|e| Error::json(path, e.line() as u64, e))?;
+        let offset = (item.get().as_ptr() as usize).saturating_sub(body.as_ptr() as usize) + skipped;
         line = line_at(bytes, counted, offset, line);
         counted = offset.max(counted);
         records.push(Record { line, position: i + 1, text: item.get() });
@@ -120,8 +147,8 @@ pub(crate) fn convert<'a, T>(
 }
 
 /// Parses a file that is a JSON array or JSONL of one conversation per record, for formats
-/// whose records may lack an id: `conversation` gets the default key `FILE#N` (N the element's
-/// position in an array, the line number in JSONL).
+/// whose records may lack an id: `conversation` gets the default key `FILE@HASH#N` (see
+/// [`file_session_name`]; N the element's position in an array, the line number in JSONL).
 pub(crate) fn conversations_per_record(
     path: &Path,
     text: &str,
@@ -129,7 +156,7 @@ pub(crate) fn conversations_per_record(
     what: &str,
     mut conversation: impl FnMut(&Value, String) -> Result<Conversation, String>,
 ) -> Result<super::turns::ParsedFile, Error> {
-    let name = file_name(path);
+    let name = file_session_name(path);
     let array = is_array(text);
     let mut parsed = super::turns::ParsedFile::default();
     let items = array_or_lines(path, text, what)?;
@@ -155,6 +182,41 @@ pub(crate) fn push(conversations: &mut Vec<Conversation>, conversation: Conversa
 /// collide.
 pub(crate) fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| "import".to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// Longest file name kept in a session name made from it, in bytes: room is left for the
+/// digest and `#N` under the session name limit.
+const FILE_NAME_BYTES: usize = 200;
+
+/// A file name made fit for a session name: control characters replaced, cut at
+/// [`FILE_NAME_BYTES`], trimmed.
+pub(crate) fn name_from_file(name: &str) -> String {
+    let mut out: String = name.chars().map(|c| if c.is_control() { '_' } else { c }).collect();
+    out.truncate(out.floor_char_boundary(FILE_NAME_BYTES));
+    let out = out.trim();
+    if out.is_empty() { "import".to_string() } else { out.to_string() }
+}
+
+/// The session name of conversations named after their file (DESIGN §8.7): the file's name
+/// (extension included, so `chat.json` and `chat.jsonl` side by side differ), `@` and the first
+/// 8 hex digits of the XXH3 digest of the file's canonical path, so that two `train.jsonl` in
+/// different directories are different sessions, and one file keeps its names however it is
+/// reached (`./a/train.jsonl`, an absolute path, a symlink).
+pub(crate) fn file_session_name(path: &Path) -> String {
+    let canonical = std::fs::canonicalize(path).or_else(|_| std::path::absolute(path));
+    let canonical = canonical.as_deref().unwrap_or(path);
+    let digest = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes());
+    format!("{}@{:08x}", name_from_file(&file_name(canonical)), digest >> 32)
+}
+
+/// A session name read from field `key` of a record: trimmed, and one the index accepts, else
+/// what is wrong with it (reported at the record's line).
+pub(crate) fn session_name(name: &str, key: &str) -> Result<String, String> {
+    let name = name.trim();
+    match crate::gatekeeper::session_name_problem(name) {
+        None => Ok(name.to_string()),
+        Some(problem) => Err(format!("`{key}` cannot be a session name: {problem}")),
+    }
 }
 
 /// The name of field `key` of the value at `at`, for messages: `at.key`.
@@ -199,11 +261,13 @@ pub(crate) fn req_object<'v>(v: &'v Value, at: &str, key: &str) -> Result<&'v Va
     }
 }
 
-/// An id the source may write as a string or a number; absent, null and empty are `None`.
-pub(crate) fn opt_id(v: &Value, at: &str, key: &str) -> Result<Option<String>, String> {
+/// A session id the source may write as a string or a number; absent, null and empty are
+/// `None`; one that cannot be a session name is an error.
+pub(crate) fn opt_session_id(v: &Value, at: &str, key: &str) -> Result<Option<String>, String> {
     match v.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => session_name(s, &field(at, key)).map(Some),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
         Some(_) => Err(format!("`{}` must be a string or a number", field(at, key))),
     }
@@ -265,6 +329,16 @@ pub(crate) mod fixtures {
         text.trim_end().to_string()
     }
 
+    /// The session name of conversation `n` of a file without ids (DESIGN §8.7), computed
+    /// here from the rule: the file name, `@`, the top 32 bits of the XXH3 of the canonical
+    /// path in hex, `#n`.
+    pub(crate) fn file_key(path: &str, n: u64) -> String {
+        let path = std::path::Path::new(path);
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| std::path::absolute(path).unwrap());
+        let digest = xxhash_rust::xxh3::xxh3_64(canonical.as_os_str().as_encoded_bytes()) >> 32;
+        format!("{}@{digest:08x}#{n}", canonical.file_name().unwrap().to_string_lossy())
+    }
+
     /// The session keys of a parsed file.
     pub(crate) fn keys(parsed: &ParsedFile) -> Vec<&str> {
         parsed.conversations.iter().map(|c| c.key.as_str()).collect()
@@ -323,6 +397,33 @@ mod tests {
         let err =
             elements(Path::new("f.json"), "\n\n{\"a\": 1}", "a JSON array of conversations").unwrap_err();
         assert_eq!(err.to_string(), "f.json:3: expected a JSON array of conversations");
+    }
+
+    /// Issue 22, finding 9: names made from a file name are unique per file, and one file
+    /// keeps its name however its path is written.
+    #[test]
+    fn r22_file_names_are_unique_per_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        for d in [&a, &b] {
+            std::fs::write(d.join("training_set.jsonl"), "{}").unwrap();
+        }
+        let name_a = file_session_name(&a.join("training_set.jsonl"));
+        let name_b = file_session_name(&b.join("training_set.jsonl"));
+        assert_ne!(name_a, name_b);
+        assert!(name_a.starts_with("training_set.jsonl@") && name_a.len() == "training_set.jsonl@".len() + 8);
+        assert_eq!(file_session_name(&a.join("../a/./training_set.jsonl")), name_a);
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(a.join("training_set.jsonl"), dir.path().join("link.jsonl")).unwrap();
+            assert_eq!(file_session_name(&dir.path().join("link.jsonl")), name_a);
+        }
+        // A file name that cannot be a session name as it is.
+        let odd = name_from_file(&format!(" x\ny{} ", "é".repeat(150)));
+        assert!(odd.starts_with("x_yé") && odd.len() <= FILE_NAME_BYTES, "{odd}");
+        assert_eq!(crate::gatekeeper::session_name_problem(&odd), None);
     }
 
     #[test]

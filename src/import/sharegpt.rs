@@ -8,7 +8,7 @@
 //! line in JSONL, the element's position in an array).
 
 use super::error::Error;
-use super::records::{self, json_text, opt_id, opt_str, req_array, req_str};
+use super::records::{self, json_text, opt_session_id, opt_str, req_array, req_str};
 use super::turns::{Conversation, ParsedFile, Role, TurnBuilder};
 use serde_json::Value;
 use std::path::Path;
@@ -26,7 +26,7 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
 
 fn conversation(v: &Value, default_key: String) -> Result<Conversation, String> {
     records::object(v, "", "a JSON object with `conversations`")?;
-    let key = opt_id(v, "", "id")?.unwrap_or(default_key);
+    let key = opt_session_id(v, "", "id")?.unwrap_or(default_key);
     let mut b = TurnBuilder::new();
     let mut observations: Vec<&str> = Vec::new();
     for (i, m) in req_array(v, "", "conversations")?.iter().enumerate() {
@@ -87,7 +87,7 @@ fn calls(b: &mut TurnBuilder, value: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::fixtures::{assert_absent, counts, expected, keys, read, tools};
+    use super::super::records::fixtures::{assert_absent, counts, expected, file_key, keys, read, tools};
     use super::super::turns::Skipped;
     use super::*;
 
@@ -95,7 +95,10 @@ mod tests {
     fn json_array() {
         let (path, text) = read("fixtures/import/sharegpt/conversations.json");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["sg-8841", "conversations.json#2", "1024"]);
+        assert_eq!(
+            keys(&parsed),
+            ["sg-8841", &*file_key("fixtures/import/sharegpt/conversations.json", 2), "1024"]
+        );
         assert_eq!(counts(&parsed), [3, 2, 2]);
         let first = &parsed.conversations[0].turns[0];
         assert_eq!(first.user, "I have a 6-hour layover in Istanbul. Is it worth leaving the airport?");
@@ -124,7 +127,7 @@ mod tests {
     fn json_lines() {
         let (path, text) = read("fixtures/import/sharegpt/vicuna.jsonl");
         let parsed = parse(&path, &text, false).unwrap();
-        assert_eq!(keys(&parsed), ["vicuna-0001", "vicuna.jsonl#2"]);
+        assert_eq!(keys(&parsed), ["vicuna-0001", &*file_key("fixtures/import/sharegpt/vicuna.jsonl", 2)]);
         assert_eq!(counts(&parsed), [2, 1]);
         assert_eq!(
             parsed.conversations[0].turns[1].assistant,

@@ -3,7 +3,9 @@
 //! A user message and the assistant reply that follows form one turn; consecutive messages of
 //! one side are joined with a blank line; system messages, reasoning and thinking are not turn
 //! text. Tool calls are kept out of the text but recorded with the turn (name, arguments,
-//! result size), and mentioned briefly in the assistant text as `[tool: NAME]`.
+//! result size), and mentioned briefly in the assistant text as `[tool: NAME]`, or
+//! `[tool: NAME (failed)]` once the log says the call failed. Documents that came with a user
+//! message (attachments) are recorded with the turn the same way, as evidence.
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,11 +85,17 @@ pub struct ParsedFile {
     pub skipped: Vec<Skipped>,
 }
 
+/// What a failed call's mention says after its name.
+pub const FAILED_MARK: &str = " (failed)";
+
 /// Builds turns from messages fed in log order.
 #[derive(Debug, Default)]
 pub struct TurnBuilder {
     turns: Vec<ParsedTurn>,
     current: Option<ParsedTurn>,
+    /// For each tool of each turn (`turns`, then `current`), where its `[tool: NAME]` mention
+    /// ends in the assistant text (`None` for a document without a mention).
+    mentions: Vec<Vec<Option<usize>>>,
 }
 
 impl TurnBuilder {
@@ -117,29 +125,80 @@ impl TurnBuilder {
         }
     }
 
+    /// Adds words of the user's that came during the current turn (typed when rejecting a tool
+    /// call) to its user text, without starting a turn; blank text is ignored.
+    pub fn user_words_in_turn(&mut self, text: &str, time: Option<&str>) {
+        let text = text.trim();
+        if !text.is_empty() {
+            join(&mut self.open(time).user, text);
+        }
+    }
+
     /// Records a tool call made by the assistant in the current turn.
     pub fn tool_call(&mut self, name: &str, call_id: Option<&str>, arguments: &str, time: Option<&str>) {
         let turn = self.open(time);
         join(&mut turn.assistant, &format!("[tool: {name}]"));
+        let end = turn.assistant.len();
         turn.tools.push(ToolCall {
             name: name.to_string(),
             call_id: call_id.map(str::to_string),
             arguments: arguments.to_string(),
             ..ToolCall::default()
         });
+        self.current_mentions().push(Some(end));
+    }
+
+    /// Records a document that came with the current turn's user message (an attachment): kept
+    /// as evidence like a tool result, with no `[tool: NAME]` mention. Call it after the user
+    /// message, which says what the document is.
+    pub fn user_document(&mut self, name: &str, id: &str, arguments: &str, content: &str) {
+        let turn = self.open(None);
+        turn.tools.push(ToolCall {
+            name: name.to_string(),
+            call_id: Some(id.to_string()),
+            arguments: arguments.to_string(),
+            result: Some(content.to_string()),
+            result_bytes: content.len() as u64,
+        });
+        self.current_mentions().push(None);
     }
 
     /// Attaches a tool's result to its call: by id, else the earliest call still waiting for a
     /// result (parallel calls are answered in the order they were made).
     pub fn tool_result(&mut self, call_id: Option<&str>, result: &str) {
-        let mut open = self.turns.iter_mut().chain(self.current.iter_mut()).flat_map(|t| t.tools.iter_mut());
-        let target = match call_id {
-            Some(id) => open.find(|c| c.result.is_none() && c.call_id.as_deref() == Some(id)),
-            None => open.find(|c| c.result.is_none()),
+        self.result(call_id, result, false);
+    }
+
+    /// Attaches the result of a call that failed (the log says so): as [`Self::tool_result`],
+    /// and the call's mention says `(failed)`.
+    pub fn tool_error(&mut self, call_id: Option<&str>, result: &str) {
+        self.result(call_id, result, true);
+    }
+
+    fn result(&mut self, call_id: Option<&str>, result: &str, failed: bool) {
+        let found =
+            {
+                let mut open =
+                    self.turns.iter().chain(self.current.iter()).enumerate().flat_map(|(t, turn)| {
+                        turn.tools.iter().enumerate().map(move |(c, call)| (t, c, call))
+                    });
+                match call_id {
+                    Some(id) => open.find(|(_, _, c)| c.result.is_none() && c.call_id.as_deref() == Some(id)),
+                    None => open.find(|(_, _, c)| c.result.is_none()),
+                }
+                .map(|(t, c, _)| (t, c))
+            };
+        let Some((t, c)) = found else { return };
+        let closed = self.turns.len();
+        let Some(turn) = (if t < closed { self.turns.get_mut(t) } else { self.current.as_mut() }) else {
+            return;
         };
-        if let Some(call) = target {
-            call.result_bytes = result.len() as u64;
-            call.result = Some(result.to_string());
+        let Some(call) = turn.tools.get_mut(c) else { return };
+        call.result_bytes = result.len() as u64;
+        call.result = Some(result.to_string());
+        let mentions = self.mentions.get_mut(t);
+        if failed && let Some(mentions) = mentions {
+            mark_failed(&mut turn.assistant, mentions, c);
         }
     }
 
@@ -150,16 +209,43 @@ impl TurnBuilder {
     }
 
     fn open(&mut self, time: Option<&str>) -> &mut ParsedTurn {
+        if self.current.is_none() {
+            self.mentions.truncate(self.turns.len());
+            self.mentions.push(Vec::new());
+        }
         self.current
             .get_or_insert_with(|| ParsedTurn { time: time.map(str::to_string), ..ParsedTurn::default() })
     }
 
-    fn close(&mut self) {
-        if let Some(turn) = self.current.take()
-            && (!turn.user.is_empty() || !turn.assistant.is_empty())
-        {
-            self.turns.push(turn);
+    /// The mentions of the current turn's tools (the current turn is open).
+    fn current_mentions(&mut self) -> &mut Vec<Option<usize>> {
+        let at = self.turns.len();
+        if self.mentions.len() <= at {
+            self.mentions.resize_with(at + 1, Vec::new);
         }
+        &mut self.mentions[at]
+    }
+
+    fn close(&mut self) {
+        if let Some(turn) = self.current.take() {
+            if !turn.user.is_empty() || !turn.assistant.is_empty() || !turn.tools.is_empty() {
+                self.turns.push(turn);
+            }
+            self.mentions.truncate(self.turns.len());
+        }
+    }
+}
+
+/// Adds [`FAILED_MARK`] to the mention of call `index`, moving the later mentions' ends.
+fn mark_failed(assistant: &mut String, mentions: &mut [Option<usize>], index: usize) {
+    let Some(Some(end)) = mentions.get(index).copied() else { return };
+    let Some(close) = end.checked_sub(1).filter(|&at| assistant.get(at..end) == Some("]")) else { return };
+    if assistant.get(..close).is_some_and(|before| before.ends_with(FAILED_MARK)) {
+        return;
+    }
+    assistant.insert_str(close, FAILED_MARK);
+    for later in mentions.iter_mut().flatten().filter(|e| **e >= end) {
+        *later += FAILED_MARK.len();
     }
 }
 
@@ -207,5 +293,30 @@ mod tests {
         let results: Vec<_> =
             turns[0].tools.iter().map(|t| (t.arguments.as_str(), t.result.as_deref())).collect();
         assert_eq!(results, [("Porto", Some("17 C")), ("Faro", Some("24 C here"))]);
+    }
+
+    #[test]
+    fn a_failed_result_marks_its_own_mention() {
+        let mut b = TurnBuilder::new();
+        b.message(Role::User, "Check both hosts.", None);
+        b.tool_call("ssh", Some("c1"), "a", None);
+        b.tool_call("ssh", Some("c2"), "b", None);
+        b.message(Role::Assistant, "Waiting for [tool: ssh] output.", None);
+        b.message(Role::User, "And the third?", None);
+        b.tool_call("ssh", Some("c3"), "c", None);
+        b.user_document("attachment", "doc-1", "{}", "notes");
+        b.tool_error(Some("c2"), "connection refused");
+        b.tool_result(Some("c1"), "up");
+        b.tool_error(Some("c3"), "timeout");
+        b.tool_error(Some("c3"), "a second result for an answered call changes nothing");
+        let turns = b.finish();
+        assert_eq!(
+            turns[0].assistant,
+            "[tool: ssh]\n\n[tool: ssh (failed)]\n\nWaiting for [tool: ssh] output."
+        );
+        assert_eq!(turns[1].assistant, "[tool: ssh (failed)]");
+        let results: Vec<Option<&str>> = turns[1].tools.iter().map(|t| t.result.as_deref()).collect();
+        assert_eq!(results, [Some("timeout"), Some("notes")]);
+        assert!(turns[1].is_unanswered(), "a failed call alone is no reply yet");
     }
 }
