@@ -99,7 +99,7 @@ impl LineRef<'_> {
 /// Checks one line as [`parse_line`] does (the same errors), borrowing its strings.
 pub fn check_line<'a>(path: &Path, line_no: u64, raw: &'a str) -> Result<LineRef<'a>, Error> {
     if let Ok(line) = serde_json::from_str::<LineRef<'a>>(raw)
-        && !line.session.trim().is_empty()
+        && crate::gatekeeper::session_name_problem(&line.session).is_none()
     {
         return Ok(line);
     }
@@ -169,7 +169,7 @@ pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
     // Fast path: a well-formed line deserializes directly; only a bad one is examined field by
     // field for a precise message.
     if let Ok(line) = serde_json::from_str::<Line>(raw)
-        && !line.session.trim().is_empty()
+        && crate::gatekeeper::session_name_problem(&line.session).is_none()
     {
         return Ok(line);
     }
@@ -192,6 +192,9 @@ pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
         .map_err(|e| Error::shape(path, line_no, format!("unexpected field type: {e}")))?;
     if line.session.trim().is_empty() {
         return Err(Error::shape(path, line_no, "`session` is empty"));
+    }
+    if let Some(problem) = crate::gatekeeper::session_name_problem(&line.session) {
+        return Err(Error::shape(path, line_no, format!("`session` cannot be a session name: {problem}")));
     }
     Ok(line)
 }
@@ -228,6 +231,24 @@ pub fn reason(error: &Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_name_the_index_refuses_is_an_error_at_its_line() {
+        let long = "x".repeat(300);
+        for (name, why) in
+            [(long.as_str(), "over the limit"), (" padded", "whitespace"), ("a\u{7}b", "control")]
+        {
+            let text = format!(
+                "{{\"session\": \"ok\", \"user\": \"a\", \"assistant\": \"b\"}}\n{}\n",
+                serde_json::json!({"session": name, "user": "a", "assistant": "b"})
+            );
+            let err = parse(Path::new("c.jsonl"), &text, false).expect_err(name);
+            let message = err.to_string();
+            assert!(message.starts_with("c.jsonl:2:") && message.contains(why), "{message}");
+            let checked = check_line(Path::new("c.jsonl"), 2, text.lines().nth(1).unwrap_or_default());
+            assert_eq!(checked.err().map(|e| e.to_string()), Some(message));
+        }
+    }
 
     /// Checking a line borrowed takes and refuses exactly what parsing it takes and refuses,
     /// with the same message, and reads the same session, turn and texts.
