@@ -34,8 +34,12 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     }
     log::info!("serving {} over MCP on stdio", global.db.display());
+    // Tool calls run on blocking threads (at most CONCURRENT_CALLS at once), and stdin and
+    // stdout take one each: a bounded pool, so that a pipelining client cannot make threads
+    // pile up while finished ones are not yet idle.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .max_blocking_threads(ctxgate::server::CONCURRENT_CALLS + 2)
         .build()
         .context("cannot start the async runtime")?;
     runtime

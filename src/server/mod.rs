@@ -18,7 +18,7 @@ pub use self::core::{
     BuildPromptParams, Core, GateParams, ImportLogsParams, ListSessionsParams, RecordTurnParams,
     SCHEMA_VERSION, SelectContextParams, TOOL_NAMES, ToolError, ToolSpec, tools,
 };
-pub use self::mcp::{McpServer, serve_stdio};
+pub use self::mcp::{CONCURRENT_CALLS, McpServer, serve_stdio};
 pub use self::screen::{MAX_MESSAGE_BYTES, REJECTED_METHOD, Screened};
 
 /// Page cache the server opens the index with: small, since it is dropped after every call.
