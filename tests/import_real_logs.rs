@@ -156,6 +156,16 @@ fn r22_claude_ai_single_object_with_attachments() -> TestResult {
         assert!(sql.stdout.starts_with("CREATE TABLE orders ("), "{}", sql.stdout);
         assert_eq!(doc["tool_outputs"].as_u64(), Some(3), "two attachments and the failed result: {doc:#}");
     }
+    // Imported under another session name, the turn names the ref its attachment is stored under.
+    let env = TestEnv::new()?;
+    let file = fixture("fixtures/import/claude/single_conversation.json");
+    env.run([std::ffi::OsStr::new("import"), "--session".as_ref(), "db-work".as_ref(), file.as_os_str()])?
+        .ok()?;
+    let first = turns(&env, "db-work")?.into_iter().next().ok_or("no turn")?.0;
+    let reference = "tool-output/db-work/attachment-m-0001-0.txt";
+    assert_eq!(first, format!("[attachment: slow-query.log, evidence {reference}]"));
+    let log = env.run(["evidence", "show", reference])?.ok()?;
+    assert!(log.stdout.starts_with("# Query_time: 4.812"), "{}", log.stdout);
     Ok(())
 }
 

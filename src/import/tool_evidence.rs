@@ -92,6 +92,27 @@ fn legacy_tool_output_ref(
     EvidenceRef::parse(&text).ok()
 }
 
+/// Rewrites, in the user text of `turns`, the refs a parser named there for the results of
+/// calls with an id (attachments: `[attachment: NAME, evidence REF]`) as session `from`'s
+/// into session `to`'s, under which they are stored (`import --session`).
+pub fn move_named_refs(turns: &mut [ParsedTurn], from: &str, to: &str) {
+    if from == to {
+        return;
+    }
+    for turn in turns {
+        for call in &turn.tools {
+            let (Some(id), Some(result)) = (call.call_id.as_deref(), call.result.as_deref()) else {
+                continue;
+            };
+            let old = tool_output_ref(from, 0, 0, Some(id), result);
+            if turn.user.contains(old.as_str()) {
+                let new = tool_output_ref(to, 0, 0, Some(id), result);
+                turn.user = turn.user.replace(old.as_str(), new.as_str());
+            }
+        }
+    }
+}
+
 /// The tool results of `turns`, the first of which is turn `first_turn` of `session`.
 pub fn outputs_of(session: &str, first_turn: u32, turns: &[ParsedTurn]) -> Vec<ToolOutput> {
     let mut out = Vec::new();

@@ -409,8 +409,9 @@ fn plan(
     offsets: &mut HashMap<String, usize>,
 ) -> Result<Vec<Plan>> {
     let mut plans: Vec<Plan> = Vec::new();
-    for conversation in conversations {
-        let name = session.map_or(conversation.key, str::to_string);
+    for mut conversation in conversations {
+        let name = session.map_or_else(|| conversation.key.clone(), str::to_string);
+        tool_evidence::move_named_refs(&mut conversation.turns, &conversation.key, &name);
         match plans.iter_mut().find(|p| p.session == name) {
             Some(p) => p.turns.extend(conversation.turns),
             None => plans.push(Plan {
