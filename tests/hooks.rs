@@ -444,6 +444,71 @@ fn failures_give_no_context_exit_0_and_a_message() -> TestResult {
 }
 
 #[test]
+fn a_clear_brings_back_the_previous_session_of_the_project() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut before = ClaudeTranscript::new(dir.path(), "dddd-before-clear", PROJECT);
+    for (user, assistant) in TURNS {
+        before.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&before.event("Stop", json!({}))), &[])?;
+    // `/clear` starts a new session id whose transcript has nothing yet.
+    let mut after = ClaudeTranscript::new(dir.path(), "dddd-after-clear", PROJECT);
+    after.record("user", "<command-name>/clear</command-name>")?;
+    let event = after.event("SessionStart", json!({ "source": "clear" }));
+    let text =
+        expect_context(&hook(&db, "claude-code", &bytes(&event), &["--budget", "4000"])?, "SessionStart")?;
+    assert!(text.contains("previous session of this project (dddd-before-clear"), "{text}");
+    let mut at = 0;
+    for (user, _) in TURNS {
+        at += text[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{text}"))?
+            + user.len();
+    }
+    Ok(())
+}
+
+#[test]
+fn the_deadline_comes_from_the_environment_too() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let event = json!({ "session_id": "s", "transcript_path": null, "cwd": PROJECT, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT });
+    let holder = ctxgate::Gatekeeper::open(&db, ctxgate::Options::default())?;
+    let started = Instant::now();
+    let mut child = ctxgate()
+        .arg("--db")
+        .arg(&db)
+        .args(["hook", "codex"])
+        .env("CTXGATE_HOOK_DEADLINE_MS", "300")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().ok_or("stdin")?.write_all(&bytes(&event))?;
+    let run = HookRun { run: Run::from_output(child.wait_with_output()?), elapsed: started.elapsed() };
+    expect_quiet_failure(&run, Duration::from_millis(300), "no context given")?;
+    drop(holder);
+
+    let mut child = ctxgate()
+        .arg("--db")
+        .arg(&db)
+        .args(["hook", "codex"])
+        .env("CTXGATE_HOOK_DEADLINE_MS", "-5")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or("stdin")?
+        .write_all(&bytes(&json!({ "session_id": "s", "hook_event_name": "Stop" })))?;
+    let run = Run::from_output(child.wait_with_output()?);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(run.stderr.contains("CTXGATE_HOOK_DEADLINE_MS \"-5\""), "{}", run.stderr);
+    Ok(())
+}
+
+#[test]
 fn a_bad_deadline_is_reported_not_fatal() -> TestResult {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("index.redb");

@@ -131,6 +131,7 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     }
     let db = global.db.clone();
     let threads = global.threads;
+    let evidence_root = global.evidence_root.clone();
     let budget = args.budget.max(1);
     let (sender, receiver) = std::sync::mpsc::channel();
     // The work runs on its own thread so that the hook can give up at the deadline: when this
@@ -138,8 +139,9 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     // transaction never committed; the next open repairs the file).
     let spawned = std::thread::Builder::new().name("hook".into()).spawn(move || {
         let mut event_name = None;
-        let result =
-            ctxgate::catch_panic(&db, || work(&db, agent, threads, deadline, budget, &mut event_name));
+        let result = ctxgate::catch_panic(&db, || {
+            work(&db, agent, threads, evidence_root, deadline, budget, &mut event_name)
+        });
         let result = match result {
             Ok(result) => result,
             Err(err) => Err(anyhow::Error::from(err)),
@@ -185,6 +187,7 @@ fn work(
     db: &Path,
     agent: Agent,
     threads: usize,
+    evidence_root: Option<PathBuf>,
     deadline: Duration,
     budget: u32,
     event_name: &mut Option<String>,
@@ -199,8 +202,9 @@ fn work(
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    // Waiting for a busy index longer than the deadline is pointless: the hook is gone by then.
-    let options = Options { threads, busy_timeout: deadline, ..Options::default() };
+    // Waiting for a busy index past the deadline is pointless (the hook is gone by then); three
+    // quarters of it leave time to report the busy index rather than only the deadline.
+    let options = Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, ..Options::default() };
     let gatekeeper = Gatekeeper::open(db, options)?;
     Ok(ctxgate::hook::handle(&gatekeeper, agent, &event, budget)?)
 }
