@@ -261,6 +261,54 @@ fn claude_code_prompt_gets_the_turn_that_answers_it_and_imports_only_new_turns()
     Ok(())
 }
 
+/// The evidence refs of the index, from `evidence list --json`.
+fn evidence_refs(db: &Path) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let run = common::run_at(db, ["--json", "evidence", "list"])?.ok()?;
+    let doc: Value = serde_json::from_str(&run.stdout)?;
+    let documents = doc["documents"].as_array().ok_or("no documents")?;
+    Ok(documents.iter().filter_map(|d| d["evidence_ref"].as_str().map(str::to_string)).collect())
+}
+
+#[test]
+fn tool_results_become_evidence_on_stop_not_on_the_prompt() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "9999-tools", PROJECT);
+    transcript.turn(TURNS[0].0, TURNS[0].1)?;
+    let call = json!({ "role": "assistant", "type": "message",
+        "content": [{ "type": "tool_use", "id": "toolu_01Ledger", "name": "Bash", "input": { "command": "cargo test" } }] });
+    let result = json!({ "role": "user",
+        "content": [{ "type": "tool_result", "tool_use_id": "toolu_01Ledger", "content": "test ledger::lock ... ok", "is_error": false }] });
+    transcript.record("user", "Run the ledger tests.")?;
+    for (role, message) in [("assistant", call), ("user", result)] {
+        transcript.records += 1;
+        let n = transcript.records;
+        let line = json!({ "isSidechain": false, "cwd": PROJECT, "sessionId": transcript.session, "type": role,
+            "uuid": format!("00000000-0000-4000-8000-{n:012}"), "timestamp": "2025-06-14T10:00:00.000Z", "message": message });
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&transcript.path)?
+            .write_all(format!("{line}\n").as_bytes())?;
+    }
+    transcript.record("assistant", "All ledger tests pass.")?;
+    transcript.record("user", PROMPT)?;
+    let run = hook(
+        &db,
+        "claude-code",
+        &bytes(&transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }))),
+        &[],
+    )?;
+    assert!(expect_context(&run, "UserPromptSubmit")?.contains(ANSWER));
+    assert_eq!(turn_counts(&db)?[0].1, 2);
+    assert_eq!(evidence_refs(&db)?, Vec::<String>::new(), "the prompt hook stores no evidence");
+    transcript.record("assistant", "45 seconds.")?;
+    hook(&db, "claude-code", &bytes(&transcript.event("Stop", json!({}))), &[])?;
+    let refs = evidence_refs(&db)?;
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert!(refs[0].ends_with("toolu_01Ledger.txt"), "{refs:?}");
+    Ok(())
+}
+
 #[test]
 fn after_compact_the_requests_come_back_in_order() -> TestResult {
     let dir = tempfile::tempdir()?;

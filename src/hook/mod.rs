@@ -133,8 +133,15 @@ pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32)
     }
     let name = session_name(gatekeeper, event)?;
     if let Some(path) = event.transcript_path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
-        let options =
-            ImportOptions { format: agent.format(), session: Some(name.clone()), ..ImportOptions::default() };
+        // Tool results become evidence on the other events (Stop follows every reply): looking
+        // at every result of the file on each prompt would double the prompt's latency, and the
+        // next import with evidence stores whatever is missing.
+        let options = ImportOptions {
+            format: agent.format(),
+            session: Some(name.clone()),
+            evidence: action != Action::Prompt,
+            ..ImportOptions::default()
+        };
         gatekeeper.import(std::slice::from_ref(path), &options)?;
     }
     match action {

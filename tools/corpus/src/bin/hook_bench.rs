@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const USAGE: &str = "usage: hook_bench [--turns N (100000)] [--transcript T (2000)] [--calls R (50)] \
-[--seed X (42)] [--ctxgate PATH]";
+[--seed X (42)] [--tool-calls] [--ctxgate PATH]";
 
 const PROJECT: &str = "/home/dev/src/bench-project";
 const SESSION_ID: &str = "0b5e7c1d-0000-4000-8000-00000000beef";
@@ -34,6 +34,9 @@ struct Args {
     transcript: u32,
     calls: usize,
     seed: u64,
+    /// Each transcript turn runs a tool (a call and its result before the reply), as real
+    /// sessions do: the import looks at every tool result of the file on each call.
+    tool_calls: bool,
     ctxgate: PathBuf,
 }
 
@@ -44,6 +47,7 @@ fn parse_args() -> Result<Args> {
         transcript: 2_000,
         calls: 50,
         seed: 42,
+        tool_calls: false,
         ctxgate: exe.with_file_name("ctxgate"),
     };
     let mut it = std::env::args().skip(1);
@@ -55,6 +59,7 @@ fn parse_args() -> Result<Args> {
             "--calls" => args.calls = value()?.parse().context("--calls")?,
             "--seed" => args.seed = value()?.parse().context("--seed")?,
             "--ctxgate" => args.ctxgate = PathBuf::from(value()?),
+            "--tool-calls" => args.tool_calls = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -79,14 +84,29 @@ struct Transcript {
 
 impl Transcript {
     fn record(&mut self, role: &str, text: &str) -> Result<()> {
-        self.records += 1;
-        let n = self.records;
         let message = match role {
             "user" => json!({ "role": "user", "content": text }),
             _ => {
                 json!({ "role": "assistant", "type": "message", "content": [{ "type": "text", "text": text }] })
             }
         };
+        self.write(role, message)
+    }
+
+    /// A tool call and its result (a `Bash` run printing `text`).
+    fn tool(&mut self, text: &str) -> Result<()> {
+        let id = format!("toolu_{:08}", self.records);
+        let call = json!({ "role": "assistant", "type": "message",
+            "content": [{ "type": "tool_use", "id": id, "name": "Bash", "input": { "command": "cargo test" } }] });
+        self.write("assistant", call)?;
+        let result = json!({ "role": "user",
+            "content": [{ "type": "tool_result", "tool_use_id": id, "content": text, "is_error": false }] });
+        self.write("user", result)
+    }
+
+    fn write(&mut self, role: &str, message: serde_json::Value) -> Result<()> {
+        self.records += 1;
+        let n = self.records;
         let line = json!({
             "isSidechain": false, "userType": "external", "cwd": PROJECT, "sessionId": SESSION_ID,
             "version": "1.0.83", "type": role, "uuid": format!("00000000-0000-4000-8000-{n:012}"),
@@ -128,6 +148,9 @@ fn main() -> Result<()> {
     for _ in 0..args.transcript {
         let turn = live.next().context("the corpus ends")?;
         transcript.record("user", &turn.user)?;
+        if args.tool_calls {
+            transcript.tool(&turn.assistant)?;
+        }
         transcript.record("assistant", &turn.assistant)?;
     }
     transcript.file.flush()?;
@@ -149,6 +172,9 @@ fn main() -> Result<()> {
     for i in 0..args.calls {
         let turn = live.next().context("the corpus ends")?;
         if pending.take().is_some() {
+            if args.tool_calls {
+                transcript.tool(&turn.assistant)?;
+            }
             transcript.record("assistant", &turn.assistant)?;
         }
         let prompt = corpus.query_for(topics[i % topics.len()], i as u64);
