@@ -27,6 +27,8 @@
 //! - [`import`]: the log parsers on their own (log bytes in, conversations out).
 //! - [`evidence`]: evidence refs, projection specs and projections, pure.
 //! - [`jobs`]: the reports of `verify`, `rebuild`, `compact` and `forget`.
+//! - [`hook`]: what the agent hooks (`ctxgate hook claude-code|codex`) do with an event, and
+//!   their settings.
 //! - [`tokens`]: the token estimator, replaceable by a real tokenizer.
 //! - `server` (feature `server`): the MCP server.
 //!
@@ -58,6 +60,7 @@ pub mod evidence;
 pub mod fuzzing;
 mod gatekeeper;
 mod history;
+pub mod hook;
 mod idf;
 pub mod import;
 pub mod jobs;

@@ -10,6 +10,7 @@ mod exit;
 mod export;
 mod forget;
 mod gate;
+mod hook;
 mod import;
 mod output;
 mod prompt;
@@ -112,6 +113,8 @@ enum Command {
     Serve(serve::Args),
     /// Evidence documents: store (printing the projection), index a tree, show, project, list
     Evidence(evidence::Args),
+    /// Agent hooks: run as Claude Code's or Codex's hook, install or uninstall them
+    Hook(hook::Args),
 }
 
 /// Options every command shares.
@@ -153,6 +156,8 @@ fn access(command: &Command) -> Access {
         | Command::Sessions
         | Command::Stats
         | Command::Verify => Access::Read,
+        // A hook creates the index itself, so that no error escapes it (`hook` module doc).
+        Command::Hook(_) => Access::Read,
         // Rebuild reads the old file read-only and writes a new one (`ctxgate::rebuild`).
         Command::Compact | Command::Rebuild => Access::Write,
         Command::Forget(args) => forget::access(args),
@@ -264,6 +269,7 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
         Command::Rebuild => rebuild::run(global),
         Command::Serve(args) => serve::run(global, &args),
         Command::Evidence(args) => evidence::run(global, &args),
+        Command::Hook(args) => hook::run(global, args),
     }
 }
 

@@ -1,0 +1,311 @@
+//! `ctxgate hook`: run as an agent's hook (the event on stdin, the context on stdout), and
+//! install or remove ctxgate's entries in the agent's settings (docs/hooks.md).
+//!
+//! A hook never fails the agent: whatever goes wrong (bad input, a busy or damaged index, a
+//! missing transcript, the deadline) is written to stderr and to `hook.log` beside the index
+//! file, and the hook exits 0 with nothing on stdout.
+
+use super::Global;
+use anyhow::Context as _;
+use ctxgate::hook::install::{self, Scope};
+use ctxgate::hook::{Agent, Context, Event, HOOK_TOKEN_BUDGET};
+use ctxgate::{Gatekeeper, Options};
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The hook's default deadline, in milliseconds: past it the hook exits with no context.
+pub const DEFAULT_DEADLINE_MS: u64 = 2000;
+
+/// The environment variable that sets the deadline (`--deadline-ms` wins).
+const DEADLINE_ENV: &str = "CTXGATE_HOOK_DEADLINE_MS";
+
+/// Arguments of `hook`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum HookCommand {
+    /// Run as Claude Code's hook: its event JSON on stdin, the context on stdout as its JSON
+    ClaudeCode(RunArgs),
+    /// Run as Codex's hook: its event JSON on stdin, the context on stdout as its JSON
+    Codex(RunArgs),
+    /// Add ctxgate's hooks to the agent's settings (merged with what is there; a backup is kept)
+    Install(InstallArgs),
+    /// Remove ctxgate's hooks from the agent's settings (only ctxgate's; a backup is kept)
+    Uninstall(InstallArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Milliseconds after which the hook gives up and exits 0 with no context
+    /// [default: $CTXGATE_HOOK_DEADLINE_MS, else 2000]
+    #[arg(long, value_name = "MS")]
+    deadline_ms: Option<String>,
+    /// Token budget of the context handed to the agent
+    #[arg(long, value_name = "TOKENS", default_value_t = HOOK_TOKEN_BUDGET)]
+    budget: u32,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum AgentArg {
+    /// Claude Code: .claude/settings.json (--project) or ~/.claude/settings.json (--user)
+    ClaudeCode,
+    /// Codex: .codex/hooks.json (--project) or ~/.codex/hooks.json (--user)
+    Codex,
+}
+
+impl From<AgentArg> for Agent {
+    fn from(a: AgentArg) -> Agent {
+        match a {
+            AgentArg::ClaudeCode => Agent::ClaudeCode,
+            AgentArg::Codex => Agent::Codex,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct InstallArgs {
+    /// The agent
+    #[arg(value_enum)]
+    agent: AgentArg,
+    /// The project's settings (in the working directory)
+    #[arg(long, conflicts_with = "user")]
+    project: bool,
+    /// The user's settings, for every project (the default)
+    #[arg(long)]
+    user: bool,
+    /// Print the change and write nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// Runs `hook`.
+pub fn run(global: &Global, args: Args) -> anyhow::Result<()> {
+    match args.command {
+        HookCommand::ClaudeCode(run) => {
+            run_hook(global, Agent::ClaudeCode, &run);
+            Ok(())
+        }
+        HookCommand::Codex(run) => {
+            run_hook(global, Agent::Codex, &run);
+            Ok(())
+        }
+        HookCommand::Install(args) => change_settings(global, &args, true),
+        HookCommand::Uninstall(args) => change_settings(global, &args, false),
+    }
+}
+
+/// The deadline: `--deadline-ms`, else the environment, else the default; a value that is not
+/// a number of milliseconds is reported and the default used (the hook must not fail on it).
+fn deadline(args: &RunArgs, problems: &mut Vec<String>) -> Duration {
+    let given = args.deadline_ms.clone().map(|v| ("--deadline-ms", v)).or_else(|| {
+        std::env::var(DEADLINE_ENV).ok().filter(|v| !v.trim().is_empty()).map(|v| (DEADLINE_ENV, v))
+    });
+    let ms = match given {
+        None => DEFAULT_DEADLINE_MS,
+        Some((source, value)) => match value.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => ms,
+            _ => {
+                problems.push(format!(
+                    "{source} {value:?} is not a number of milliseconds above 0; using {DEFAULT_DEADLINE_MS}"
+                ));
+                DEFAULT_DEADLINE_MS
+            }
+        },
+    };
+    Duration::from_millis(ms)
+}
+
+/// Runs one hook event within the deadline; never fails.
+fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
+    let started = Instant::now();
+    let mut problems = Vec::new();
+    let deadline = deadline(args, &mut problems);
+    let log = global.db.parent().map(|dir| dir.join("hook.log"));
+    for problem in &problems {
+        report(log.as_deref(), agent, None, problem);
+    }
+    let db = global.db.clone();
+    let threads = global.threads;
+    let evidence_root = global.evidence_root.clone();
+    let budget = args.budget.max(1);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    // The work runs on its own thread so that the hook can give up at the deadline: when this
+    // function returns, the process exits and the thread with it (an unfinished write is a
+    // transaction never committed; the next open repairs the file).
+    let spawned = std::thread::Builder::new().name("hook".into()).spawn(move || {
+        let mut event_name = None;
+        let result = ctxgate::catch_panic(&db, || {
+            work(&db, agent, threads, evidence_root, deadline, budget, &mut event_name)
+        });
+        let result = match result {
+            Ok(result) => result,
+            Err(err) => Err(anyhow::Error::from(err)),
+        };
+        let _ = sender.send((event_name, result));
+    });
+    if let Err(e) = spawned {
+        report(log.as_deref(), agent, None, &format!("cannot start the hook's thread: {e}"));
+        return;
+    }
+    match receiver.recv_timeout(deadline) {
+        Ok((_, Ok(None))) => {}
+        Ok((Some(event), Ok(Some(context)))) => {
+            if let Err(e) = print_context(&event, &context) {
+                report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}"));
+            }
+        }
+        Ok((event, Ok(Some(_)))) => {
+            report(log.as_deref(), agent, event.as_deref(), "context without an event")
+        }
+        Ok((event, Err(err))) => {
+            let err = match err.downcast::<ctxgate::Error>() {
+                Ok(e) => anyhow::Error::from(ctxgate::name_damaged_file(e, &global.db)),
+                Err(err) => err,
+            };
+            report(log.as_deref(), agent, event.as_deref(), &format!("{err:#}; no context given"));
+        }
+        Err(_) => report(
+            log.as_deref(),
+            agent,
+            None,
+            &format!(
+                "gave up after the deadline of {} ms ({} ms elapsed; --deadline-ms or {DEADLINE_ENV} sets it); no context given",
+                deadline.as_millis(),
+                started.elapsed().as_millis()
+            ),
+        ),
+    }
+}
+
+/// Reads the event, opens the index and handles the event.
+fn work(
+    db: &Path,
+    agent: Agent,
+    threads: usize,
+    evidence_root: Option<PathBuf>,
+    deadline: Duration,
+    budget: u32,
+    event_name: &mut Option<String>,
+) -> anyhow::Result<Option<Context>> {
+    let mut input = Vec::new();
+    std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
+    let event = Event::parse(&input)?;
+    *event_name = Some(event.hook_event_name.clone());
+    if !event.is_handled() {
+        return Ok(None);
+    }
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    // Waiting for a busy index past the deadline is pointless (the hook is gone by then); three
+    // quarters of it leave time to report the busy index rather than only the deadline.
+    let options = Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, ..Options::default() };
+    let gatekeeper = Gatekeeper::open(db, options)?;
+    Ok(ctxgate::hook::handle(&gatekeeper, agent, &event, budget)?)
+}
+
+/// Prints the context as the agent reads it: JSON with `hookSpecificOutput.additionalContext`
+/// (both agents document it for the events ctxgate answers).
+fn print_context(event: &str, context: &Context) -> std::io::Result<()> {
+    let document = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": context.text,
+        }
+    });
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &document)?;
+    writeln!(out)?;
+    out.flush()
+}
+
+/// Writes a problem to stderr and appends it to the log file (whose own failure is ignored:
+/// there is nowhere left to report it).
+fn report(log: Option<&Path>, agent: Agent, event: Option<&str>, message: &str) {
+    let line = format!("ctxgate hook {} {}: {message}", agent.name(), event.unwrap_or("(no event)"));
+    let _ = writeln!(std::io::stderr(), "{line}");
+    if let Some(log) = log.filter(|log| log.parent().is_some_and(Path::exists))
+        && let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(log)
+    {
+        let _ = writeln!(file, "{} {line}", jiff::Timestamp::now());
+    }
+}
+
+/// A path as one shell word.
+fn shell_word(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c)) {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow::Result<()> {
+    let agent = Agent::from(args.agent);
+    let scope = if args.project { Scope::Project } else { Scope::User };
+    let home = directories::BaseDirs::new()
+        .map(|d| d.home_dir().to_path_buf())
+        .context("cannot find the home directory: use --project in the project's directory")?;
+    let project = std::env::current_dir().context("cannot read the working directory")?;
+    let path = install::settings_path(agent, scope, &home, &project);
+    let plan = if install {
+        let exe = std::env::current_exe().context("cannot find the path of this ctxgate binary")?;
+        let db = absolute(&global.db)?;
+        let command = format!("{} --db {} hook {}", shell_word(&exe), shell_word(&db), agent.name());
+        install::plan_install(agent, &path, &command)?
+    } else {
+        install::plan_uninstall(agent, &path)?
+    };
+    let mut out = String::new();
+    if plan.changes.is_empty() {
+        out.push_str(&match install {
+            true => format!(
+                "ctxgate's {} hooks are already in {}: nothing written\n",
+                agent.name(),
+                path.display()
+            ),
+            false => format!("no ctxgate {} hooks in {}: nothing written\n", agent.name(), path.display()),
+        });
+        return super::output::print_text(&out);
+    }
+    let verb = if args.dry_run { "would change" } else { "changed" };
+    out.push_str(&format!("{verb} {}:\n", path.display()));
+    for change in &plan.changes {
+        out.push_str(&format!("  {change}\n"));
+    }
+    if args.dry_run {
+        out.push_str("the file would be (nothing written: --dry-run):\n");
+        out.push_str(&plan.after);
+        return super::output::print_text(&out);
+    }
+    let backup = install::apply(&plan)?;
+    if let Some(backup) = backup {
+        out.push_str(&format!("backup of the file as it was: {}\n", backup.display()));
+    }
+    if install && agent == Agent::Codex {
+        out.push_str(
+            "Codex runs hooks only with the hooks feature on: if yours predates hooks on by default, set\n  [features]\n  codex_hooks = true\nin ~/.codex/config.toml\n",
+        );
+    }
+    if install {
+        out.push_str(&format!(
+            "turn it off: ctxgate hook uninstall {}{}\n",
+            agent.name(),
+            if args.project { " --project" } else { "" }
+        ));
+    }
+    super::output::print_text(&out)
+}
+
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    Ok(std::env::current_dir().context("cannot read the working directory")?.join(path))
+}

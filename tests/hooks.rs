@@ -1,0 +1,708 @@
+//! `ctxgate hook`: the real binary driven as Claude Code and Codex drive a command hook (the
+//! event JSON on stdin, built to the fields of their hook references; stdout parsed as they
+//! parse it), on transcripts that grow between calls; the failures that must never fail the
+//! agent; and `hook install|uninstall` on settings files with other hooks in them.
+
+mod common;
+
+use common::{Run, TestResult, ctxgate};
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const PROJECT: &str = "/home/mei/src/ledger";
+
+/// Turns on distinct topics: the one about the Redis lock answers [`PROMPT`].
+const TURNS: [(&str, &str); 5] = [
+    (
+        "How should the worker take the Redis lock for the nightly ledger job?",
+        "Take it with SET ledger-lock <token> NX PX 45000 and renew it every 15 seconds from a heartbeat task.",
+    ),
+    (
+        "The asyncio client times out on slow reads, what now?",
+        "Wrap the read in asyncio.wait_for with a 5 second timeout and retry twice.",
+    ),
+    (
+        "Why is the postgres table bloated after the migration?",
+        "Autovacuum was off for the ledger_entries table; run VACUUM (VERBOSE, ANALYZE) and turn it back on.",
+    ),
+    (
+        "The docker build reinstalls every dependency each time.",
+        "Copy requirements.txt and install before copying the source, so the layer is cached.",
+    ),
+    (
+        "Rename the settlement module to clearing.",
+        "Done: settlement.py is clearing.py and every import is updated.",
+    ),
+];
+
+const PROMPT: &str = "What expiry did we give the Redis lock of the nightly job?";
+
+/// The text of the turn that answers [`PROMPT`].
+const ANSWER: &str = "NX PX 45000";
+
+/// A Claude Code session file, one record per line, as Claude Code writes them (the fields of
+/// fixtures/import/claude-code/session.jsonl).
+struct ClaudeTranscript {
+    path: PathBuf,
+    session: String,
+    cwd: String,
+    records: usize,
+}
+
+impl ClaudeTranscript {
+    fn new(dir: &Path, session: &str, cwd: &str) -> ClaudeTranscript {
+        let path = dir.join(format!("{session}.jsonl"));
+        ClaudeTranscript { path, session: session.into(), cwd: cwd.into(), records: 0 }
+    }
+
+    fn record(&mut self, role: &str, text: &str) -> TestResult {
+        self.records += 1;
+        let n = self.records;
+        let message = match role {
+            "user" => json!({ "role": "user", "content": text }),
+            _ => json!({
+                "id": format!("msg_{n:08}"), "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                "content": [{ "type": "text", "text": text }], "stop_reason": null, "stop_sequence": null,
+                "usage": { "input_tokens": 4, "output_tokens": 7 }
+            }),
+        };
+        let line = json!({
+            "parentUuid": if n == 1 { Value::Null } else { json!(format!("00000000-0000-4000-8000-{:012}", n - 1)) },
+            "isSidechain": false, "userType": "external", "cwd": self.cwd, "sessionId": self.session,
+            "version": "1.0.83", "gitBranch": "main", "type": role,
+            "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            "timestamp": format!("2025-06-14T09:{:02}:{:02}.000Z", n / 60, n % 60),
+            "message": message,
+        });
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
+        writeln!(file, "{line}")?;
+        Ok(())
+    }
+
+    fn turn(&mut self, user: &str, assistant: &str) -> TestResult {
+        self.record("user", user)?;
+        self.record("assistant", assistant)
+    }
+
+    fn event(&self, name: &str, extra: Value) -> Value {
+        let mut event = json!({
+            "session_id": self.session, "transcript_path": self.path, "cwd": self.cwd,
+            "hook_event_name": name, "permission_mode": "default",
+        });
+        if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+            event.extend(extra.clone());
+        }
+        event
+    }
+}
+
+/// A Codex rollout: `session_meta`, then `response_item` messages (the fields of
+/// fixtures/import/codex/rollout-*.jsonl).
+struct CodexRollout {
+    path: PathBuf,
+    session: String,
+    cwd: String,
+    records: usize,
+}
+
+impl CodexRollout {
+    fn new(dir: &Path, session: &str, cwd: &str) -> Result<CodexRollout, Box<dyn std::error::Error>> {
+        let path = dir.join(format!("rollout-2025-10-02T07-00-00-{session}.jsonl"));
+        let meta = json!({
+            "timestamp": "2025-10-02T07:00:00.000Z", "type": "session_meta",
+            "payload": { "id": session, "timestamp": "2025-10-02T07:00:00.000Z", "cwd": cwd, "originator": "codex_cli_rs", "cli_version": "0.44.0", "source": "cli" }
+        });
+        std::fs::write(&path, format!("{meta}\n"))?;
+        Ok(CodexRollout { path, session: session.into(), cwd: cwd.into(), records: 0 })
+    }
+
+    fn record(&mut self, role: &str, text: &str) -> TestResult {
+        self.records += 1;
+        let kind = if role == "user" { "input_text" } else { "output_text" };
+        let line = json!({
+            "timestamp": format!("2025-10-02T07:{:02}:{:02}.000Z", self.records / 60, self.records % 60),
+            "type": "response_item",
+            "payload": { "type": "message", "role": role, "content": [{ "type": kind, "text": text }] }
+        });
+        let mut file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+        writeln!(file, "{line}")?;
+        Ok(())
+    }
+
+    fn turn(&mut self, user: &str, assistant: &str) -> TestResult {
+        self.record("user", user)?;
+        self.record("assistant", assistant)
+    }
+
+    fn event(&self, name: &str, extra: Value) -> Value {
+        let mut event = json!({
+            "session_id": self.session, "transcript_path": self.path, "cwd": self.cwd,
+            "hook_event_name": name, "model": "gpt-5-codex",
+        });
+        if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+            event.extend(extra.clone());
+        }
+        event
+    }
+}
+
+/// What a hook process left, and how long it took.
+struct HookRun {
+    run: Run,
+    elapsed: Duration,
+}
+
+/// Runs `ctxgate --db DB hook AGENT ARGS` with `stdin` as the agent writes it.
+fn hook(db: &Path, agent: &str, stdin: &[u8], args: &[&str]) -> Result<HookRun, Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let mut child = ctxgate()
+        .arg("--db")
+        .arg(db)
+        .args(["hook", agent])
+        .args(args)
+        .env_remove("CTXGATE_HOOK_DEADLINE_MS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().ok_or("no stdin")?.write_all(stdin)?;
+    let output = child.wait_with_output()?;
+    Ok(HookRun { run: Run::from_output(output), elapsed: started.elapsed() })
+}
+
+/// The context as the agent reads it: exit 0, stdout empty (no context) or one JSON object
+/// whose `hookSpecificOutput` names the event and holds `additionalContext`.
+fn context(run: &HookRun, event: &str) -> Result<Option<String>, Box<dyn std::error::Error>> {
+    if run.run.code != Some(0) {
+        return Err(format!("the hook exited {:?}: {:#?}", run.run.code, run.run).into());
+    }
+    if run.run.stdout.trim().is_empty() {
+        return Ok(None);
+    }
+    let doc: Value = serde_json::from_str(&run.run.stdout)?;
+    let output = &doc["hookSpecificOutput"];
+    assert_eq!(output["hookEventName"], event, "{doc:#}");
+    let text =
+        output["additionalContext"].as_str().ok_or_else(|| format!("no additionalContext: {doc:#}"))?;
+    Ok(Some(text.to_string()))
+}
+
+fn expect_context(run: &HookRun, event: &str) -> Result<String, Box<dyn std::error::Error>> {
+    context(run, event)?.ok_or_else(|| format!("no context: {:#?}", run.run).into())
+}
+
+/// Turn counts per session, from `sessions --json`.
+fn turn_counts(db: &Path) -> Result<Vec<(String, u64)>, Box<dyn std::error::Error>> {
+    let run = common::run_at(db, ["--json", "sessions"])?.ok()?;
+    let doc: Value = serde_json::from_str(&run.stdout)?;
+    let sessions = doc["sessions"].as_array().ok_or("no sessions array")?;
+    Ok(sessions
+        .iter()
+        .map(|s| {
+            (s["name"].as_str().unwrap_or_default().to_string(), s["turns"].as_u64().unwrap_or_default())
+        })
+        .collect())
+}
+
+fn bytes(event: &Value) -> Vec<u8> {
+    event.to_string().into_bytes()
+}
+
+#[test]
+fn claude_code_prompt_gets_the_turn_that_answers_it_and_imports_only_new_turns() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-000000000001", PROJECT);
+    for (user, assistant) in TURNS {
+        transcript.turn(user, assistant)?;
+    }
+    // Claude Code has written the prompt before the hook runs; its reply is still to come.
+    transcript.record("user", PROMPT)?;
+    let event = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
+
+    let run = hook(&db, "claude-code", &bytes(&event), &[])?;
+    let text = expect_context(&run, "UserPromptSubmit")?;
+    assert!(text.contains(ANSWER), "{text}");
+    assert!(!text.contains("VACUUM"), "an unrelated turn came along:\n{text}");
+    let name = format!("{PROJECT}#{}", transcript.session);
+    assert_eq!(turn_counts(&db)?, [(name.clone(), 5)], "the unanswered prompt is held back");
+
+    transcript
+        .record("assistant", "The lock expires after 45 seconds (PX 45000) and is renewed every 15.")?;
+    transcript.turn(
+        "Make the ledger export write CSV with a header row.",
+        "The export now writes a header row first.",
+    )?;
+    let second = "Does the CSV export quote the header row?";
+    transcript.record("user", second)?;
+    let run = hook(
+        &db,
+        "claude-code",
+        &bytes(&transcript.event("UserPromptSubmit", json!({ "prompt": second }))),
+        &[],
+    )?;
+    let text = expect_context(&run, "UserPromptSubmit")?;
+    assert!(text.contains("header row first"), "{text}");
+    assert_eq!(turn_counts(&db)?, [(name, 7)], "only the two new turns were added");
+
+    // Stop after the reply: imported, nothing printed.
+    transcript.record("assistant", "Yes: every field of the header row is quoted.")?;
+    let run = hook(
+        &db,
+        "claude-code",
+        &bytes(&transcript.event("Stop", json!({ "stop_hook_active": false }))),
+        &[],
+    )?;
+    assert_eq!(context(&run, "Stop")?, None);
+    assert_eq!(turn_counts(&db)?[0].1, 8);
+    Ok(())
+}
+
+/// The evidence refs of the index, from `evidence list --json`.
+fn evidence_refs(db: &Path) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let run = common::run_at(db, ["--json", "evidence", "list"])?.ok()?;
+    let doc: Value = serde_json::from_str(&run.stdout)?;
+    let documents = doc["documents"].as_array().ok_or("no documents")?;
+    Ok(documents.iter().filter_map(|d| d["evidence_ref"].as_str().map(str::to_string)).collect())
+}
+
+#[test]
+fn tool_results_become_evidence_on_stop_not_on_the_prompt() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "9999-tools", PROJECT);
+    transcript.turn(TURNS[0].0, TURNS[0].1)?;
+    let call = json!({ "role": "assistant", "type": "message",
+        "content": [{ "type": "tool_use", "id": "toolu_01Ledger", "name": "Bash", "input": { "command": "cargo test" } }] });
+    let result = json!({ "role": "user",
+        "content": [{ "type": "tool_result", "tool_use_id": "toolu_01Ledger", "content": "test ledger::lock ... ok", "is_error": false }] });
+    transcript.record("user", "Run the ledger tests.")?;
+    for (role, message) in [("assistant", call), ("user", result)] {
+        transcript.records += 1;
+        let n = transcript.records;
+        let line = json!({ "isSidechain": false, "cwd": PROJECT, "sessionId": transcript.session, "type": role,
+            "uuid": format!("00000000-0000-4000-8000-{n:012}"), "timestamp": "2025-06-14T10:00:00.000Z", "message": message });
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&transcript.path)?
+            .write_all(format!("{line}\n").as_bytes())?;
+    }
+    transcript.record("assistant", "All ledger tests pass.")?;
+    transcript.record("user", PROMPT)?;
+    let run = hook(
+        &db,
+        "claude-code",
+        &bytes(&transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }))),
+        &[],
+    )?;
+    assert!(expect_context(&run, "UserPromptSubmit")?.contains(ANSWER));
+    assert_eq!(turn_counts(&db)?[0].1, 2);
+    assert_eq!(evidence_refs(&db)?, Vec::<String>::new(), "the prompt hook stores no evidence");
+    transcript.record("assistant", "45 seconds.")?;
+    hook(&db, "claude-code", &bytes(&transcript.event("Stop", json!({}))), &[])?;
+    let refs = evidence_refs(&db)?;
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert!(refs[0].ends_with("toolu_01Ledger.txt"), "{refs:?}");
+    Ok(())
+}
+
+#[test]
+fn after_compact_the_requests_come_back_in_order() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "5b7c-compact", PROJECT);
+    for (user, assistant) in TURNS {
+        transcript.turn(user, assistant)?;
+    }
+    for source in ["compact", "resume"] {
+        let event = transcript.event("SessionStart", json!({ "source": source }));
+        let text = expect_context(
+            &hook(&db, "claude-code", &bytes(&event), &["--budget", "4000"])?,
+            "SessionStart",
+        )?;
+        let mut at = 0;
+        for (i, (user, _)) in TURNS.iter().enumerate() {
+            let found = text[at..]
+                .find(user)
+                .ok_or_else(|| format!("{source}: request {i} missing or out of order:\n{text}"))?;
+            at += found + user.len();
+        }
+        // The latest request's answer comes with it.
+        assert!(text.contains("every import is updated"), "{source}:\n{text}");
+    }
+    // A fresh start gets nothing.
+    let event = transcript.event("SessionStart", json!({ "source": "startup" }));
+    assert_eq!(context(&hook(&db, "claude-code", &bytes(&event), &[])?, "SessionStart")?, None);
+    Ok(())
+}
+
+#[test]
+fn requests_that_do_not_fit_keep_the_first_and_the_latest() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "long-session", PROJECT);
+    for i in 0..40 {
+        transcript.turn(
+            &format!("Request number {i}: adjust invoice rounding rule r{i} for the ledger."),
+            &format!("Adjusted rule r{i}."),
+        )?;
+    }
+    let event = transcript.event("SessionStart", json!({ "source": "compact" }));
+    let text =
+        expect_context(&hook(&db, "claude-code", &bytes(&event), &["--budget", "1500"])?, "SessionStart")?;
+    assert!(text.contains("Request number 0:"), "{text}");
+    assert!(text.contains("Request number 39:"), "{text}");
+    assert!(text.contains("requests left out to fit"), "{text}");
+    let first = text.find("Request number 0:").ok_or("first")?;
+    let latest = text.find("Request number 39:").ok_or("latest")?;
+    assert!(first < latest, "{text}");
+    // chars × 1.5 is the index's estimator: the whole text fits the budget.
+    assert!(text.chars().count() as f64 * 1.5 <= 1500.0, "{} chars", text.chars().count());
+    Ok(())
+}
+
+#[test]
+fn other_sessions_of_the_project_come_labelled_and_other_projects_stay_out() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut earlier = ClaudeTranscript::new(dir.path(), "aaaa-earlier", PROJECT);
+    for (user, assistant) in TURNS {
+        earlier.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&earlier.event("SessionEnd", json!({ "reason": "exit" }))), &[])?;
+    let mut elsewhere = ClaudeTranscript::new(dir.path(), "cccc-elsewhere", "/home/mei/src/other");
+    elsewhere.turn(
+        "How long should the Redis lock of the nightly job live?",
+        "In the other project it is PX 99000.",
+    )?;
+    hook(&db, "claude-code", &bytes(&elsewhere.event("Stop", json!({}))), &[])?;
+
+    let mut now = ClaudeTranscript::new(dir.path(), "bbbb-now", PROJECT);
+    now.turn(
+        "Add a --dry-run flag to the ledger CLI.",
+        "Added --dry-run: it prints the entries and writes nothing.",
+    )?;
+    now.record("user", PROMPT)?;
+    let run =
+        hook(&db, "claude-code", &bytes(&now.event("UserPromptSubmit", json!({ "prompt": PROMPT }))), &[])?;
+    let text = expect_context(&run, "UserPromptSubmit")?;
+    let label = text
+        .find("session aaaa-earlier · 2025-06-14T09:00:01.000Z · turn 0")
+        .ok_or_else(|| format!("no label:\n{text}"))?;
+    let answer = text.find(ANSWER).ok_or_else(|| format!("no answer:\n{text}"))?;
+    assert!(label < answer, "{text}");
+    assert!(!text.contains("99000"), "another project's session came along:\n{text}");
+    Ok(())
+}
+
+#[test]
+fn codex_prompt_and_post_compact() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut rollout = CodexRollout::new(dir.path(), "0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d", PROJECT)?;
+    for (user, assistant) in TURNS {
+        rollout.turn(user, assistant)?;
+    }
+    rollout.record("user", PROMPT)?;
+    let run = hook(
+        &db,
+        "codex",
+        &bytes(&rollout.event("UserPromptSubmit", json!({ "prompt": PROMPT, "turn_id": "t1" }))),
+        &[],
+    )?;
+    let text = expect_context(&run, "UserPromptSubmit")?;
+    assert!(text.contains(ANSWER), "{text}");
+    let name = format!("{PROJECT}#{}", rollout.session);
+    assert_eq!(turn_counts(&db)?, [(name.clone(), 5)]);
+
+    rollout.record("assistant", "45 seconds, renewed every 15.")?;
+    let run = hook(&db, "codex", &bytes(&rollout.event("Stop", json!({ "turn_id": "t1" }))), &[])?;
+    assert_eq!(context(&run, "Stop")?, None);
+    assert_eq!(turn_counts(&db)?, [(name, 6)]);
+
+    let run = hook(
+        &db,
+        "codex",
+        &bytes(&rollout.event("PostCompact", json!({ "trigger": "auto" }))),
+        &["--budget", "4000"],
+    )?;
+    let text = expect_context(&run, "PostCompact")?;
+    let mut at = 0;
+    for user in TURNS.iter().map(|(u, _)| *u).chain([PROMPT]) {
+        at += text[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{text}"))?
+            + user.len();
+    }
+    Ok(())
+}
+
+/// Exit 0, nothing on stdout, a message on stderr naming `what`, within the deadline (and
+/// the process start-up).
+fn expect_quiet_failure(run: &HookRun, deadline: Duration, what: &str) -> TestResult {
+    assert_eq!(run.run.code, Some(0), "{what}: {:#?}", run.run);
+    assert_eq!(run.run.stdout, "", "{what}: context printed");
+    assert!(run.run.stderr.contains(what), "{what}: stderr is {:?}", run.run.stderr);
+    assert!(run.elapsed < deadline + Duration::from_millis(1500), "{what}: took {:?}", run.elapsed);
+    Ok(())
+}
+
+#[test]
+fn failures_give_no_context_exit_0_and_a_message() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut transcript = ClaudeTranscript::new(dir.path(), "ffff-fail", PROJECT);
+    for (user, assistant) in TURNS {
+        transcript.turn(user, assistant)?;
+    }
+    let prompt = bytes(&transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT })));
+    let deadline = Duration::from_millis(800);
+    let args = ["--deadline-ms", "800"];
+
+    let db = dir.path().join("index.redb");
+    for (stdin, what) in [
+        (&b"{not json"[..], "invalid hook event"),
+        (&b""[..], "invalid hook event"),
+        (&b"[1,2]"[..], "invalid hook event"),
+    ] {
+        expect_quiet_failure(&hook(&db, "claude-code", stdin, &args)?, deadline, what)?;
+    }
+    let log = std::fs::read_to_string(dir.path().join("hook.log"))?;
+    assert_eq!(log.lines().filter(|l| l.contains("invalid hook event")).count(), 3, "{log}");
+
+    let mut missing = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
+    missing["transcript_path"] = json!(dir.path().join("gone.jsonl"));
+    expect_quiet_failure(&hook(&db, "claude-code", &bytes(&missing), &args)?, deadline, "gone.jsonl")?;
+
+    let broken = dir.path().join("broken.redb");
+    std::fs::write(&broken, vec![0xA5u8; 64 * 1024])?;
+    expect_quiet_failure(&hook(&broken, "claude-code", &prompt, &args)?, deadline, "broken.redb")?;
+
+    // A busy index: another process holds it for writing.
+    let busy = dir.path().join("busy.redb");
+    let holder = ctxgate::Gatekeeper::open(&busy, ctxgate::Options::default())?;
+    let run = hook(&busy, "claude-code", &prompt, &args)?;
+    expect_quiet_failure(&run, deadline, "no context given")?;
+    drop(holder);
+    // Released, the same event gets its context.
+    assert!(
+        expect_context(&hook(&busy, "claude-code", &prompt, &args)?, "UserPromptSubmit")?.contains(ANSWER)
+    );
+    Ok(())
+}
+
+#[test]
+fn a_clear_brings_back_the_previous_session_of_the_project() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut before = ClaudeTranscript::new(dir.path(), "dddd-before-clear", PROJECT);
+    for (user, assistant) in TURNS {
+        before.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&before.event("Stop", json!({}))), &[])?;
+    // `/clear` starts a new session id whose transcript has nothing yet.
+    let mut after = ClaudeTranscript::new(dir.path(), "dddd-after-clear", PROJECT);
+    after.record("user", "<command-name>/clear</command-name>")?;
+    let event = after.event("SessionStart", json!({ "source": "clear" }));
+    let text =
+        expect_context(&hook(&db, "claude-code", &bytes(&event), &["--budget", "4000"])?, "SessionStart")?;
+    assert!(text.contains("previous session of this project (dddd-before-clear"), "{text}");
+    let mut at = 0;
+    for (user, _) in TURNS {
+        at += text[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{text}"))?
+            + user.len();
+    }
+    Ok(())
+}
+
+#[test]
+fn the_deadline_comes_from_the_environment_too() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let event = json!({ "session_id": "s", "transcript_path": null, "cwd": PROJECT, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT });
+    let holder = ctxgate::Gatekeeper::open(&db, ctxgate::Options::default())?;
+    let started = Instant::now();
+    let mut child = ctxgate()
+        .arg("--db")
+        .arg(&db)
+        .args(["hook", "codex"])
+        .env("CTXGATE_HOOK_DEADLINE_MS", "300")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().ok_or("stdin")?.write_all(&bytes(&event))?;
+    let run = HookRun { run: Run::from_output(child.wait_with_output()?), elapsed: started.elapsed() };
+    expect_quiet_failure(&run, Duration::from_millis(300), "no context given")?;
+    drop(holder);
+
+    let mut child = ctxgate()
+        .arg("--db")
+        .arg(&db)
+        .args(["hook", "codex"])
+        .env("CTXGATE_HOOK_DEADLINE_MS", "-5")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or("stdin")?
+        .write_all(&bytes(&json!({ "session_id": "s", "hook_event_name": "Stop" })))?;
+    let run = Run::from_output(child.wait_with_output()?);
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    assert!(run.stderr.contains("CTXGATE_HOOK_DEADLINE_MS \"-5\""), "{}", run.stderr);
+    Ok(())
+}
+
+#[test]
+fn a_bad_deadline_is_reported_not_fatal() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let event =
+        json!({ "session_id": "s", "transcript_path": null, "cwd": PROJECT, "hook_event_name": "Stop" });
+    let run = hook(&db, "codex", &bytes(&event), &["--deadline-ms", "soon"])?;
+    assert_eq!(run.run.code, Some(0), "{:#?}", run.run);
+    assert_eq!(run.run.stdout, "");
+    assert!(run.run.stderr.contains("--deadline-ms \"soon\""), "{}", run.run.stderr);
+    Ok(())
+}
+
+/// `ctxgate hook install|uninstall ...` with HOME and the working directory given.
+fn settings_cmd(
+    db: &Path,
+    home: &Path,
+    project: &Path,
+    args: &[&str],
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let output = ctxgate()
+        .arg("--db")
+        .arg(db)
+        .arg("hook")
+        .args(args)
+        .env("HOME", home)
+        .current_dir(project)
+        .output()?;
+    Ok(Run::from_output(output))
+}
+
+fn backups(dir: &Path) -> Result<Vec<PathBuf>, Box<dyn std::error::Error>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.file_name().is_some_and(|n| n.to_string_lossy().contains(".ctxgate-backup")) {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// The commands of every handler of `event`.
+fn commands(settings: &Value, event: &str) -> Vec<String> {
+    settings["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .filter_map(|h| h["command"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn install_merges_once_keeps_other_hooks_backs_up_and_uninstalls_only_ours() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path().join("home");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".claude"))?;
+    std::fs::create_dir_all(&home)?;
+    let db = dir.path().join("index.redb");
+    let settings_path = project.join(".claude").join("settings.json");
+    let original = json!({
+        "permissions": { "allow": ["Bash(cargo test:*)"] },
+        "hooks": {
+            "PreToolUse": [{ "matcher": "Bash", "hooks": [{ "type": "command", "command": "./check-bash.sh" }] }],
+            "UserPromptSubmit": [{ "hooks": [{ "type": "command", "command": "date +%F" }] }]
+        }
+    });
+    let original_text = serde_json::to_string_pretty(&original)?;
+    std::fs::write(&settings_path, &original_text)?;
+
+    let dry =
+        settings_cmd(&db, &home, &project, &["install", "claude-code", "--project", "--dry-run"])?.ok()?;
+    assert!(dry.stdout.contains("added UserPromptSubmit"), "{}", dry.stdout);
+    assert_eq!(std::fs::read_to_string(&settings_path)?, original_text, "--dry-run wrote");
+    assert!(backups(&project.join(".claude"))?.is_empty());
+
+    settings_cmd(&db, &home, &project, &["install", "claude-code", "--project"])?.ok()?;
+    let again = settings_cmd(&db, &home, &project, &["install", "claude-code", "--project"])?.ok()?;
+    assert!(again.stdout.contains("already"), "{}", again.stdout);
+    let installed: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path)?)?;
+    assert_eq!(installed["permissions"], original["permissions"]);
+    assert_eq!(commands(&installed, "PreToolUse"), ["./check-bash.sh"]);
+    for event in ["UserPromptSubmit", "SessionStart", "Stop", "SessionEnd"] {
+        let ours: Vec<String> =
+            commands(&installed, event).into_iter().filter(|c| c.ends_with("hook claude-code")).collect();
+        assert_eq!(ours.len(), 1, "{event}: {installed:#}");
+    }
+    assert_eq!(commands(&installed, "UserPromptSubmit")[0], "date +%F", "the other hook stays first");
+    assert_eq!(installed["hooks"]["SessionStart"][0]["matcher"], "resume|clear|compact");
+    let backups_now = backups(&project.join(".claude"))?;
+    assert_eq!(backups_now.len(), 1, "one backup: the second install changed nothing");
+    assert_eq!(std::fs::read_to_string(&backups_now[0])?, original_text);
+
+    // The installed command is the hook: run it as Claude Code would, through a shell.
+    let mut transcript = ClaudeTranscript::new(dir.path(), "eeee-installed", PROJECT);
+    for (user, assistant) in TURNS {
+        transcript.turn(user, assistant)?;
+    }
+    let command = commands(&installed, "UserPromptSubmit").pop().ok_or("no command")?;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &command])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or("stdin")?
+        .write_all(&bytes(&transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }))))?;
+    let run = HookRun { run: Run::from_output(child.wait_with_output()?), elapsed: Duration::ZERO };
+    assert!(expect_context(&run, "UserPromptSubmit")?.contains(ANSWER));
+
+    settings_cmd(&db, &home, &project, &["uninstall", "claude-code", "--project"])?.ok()?;
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&settings_path)?)?;
+    assert_eq!(after, original, "uninstall left exactly the other hooks");
+    assert_eq!(backups(&project.join(".claude"))?.len(), 2, "uninstall backed up the file too");
+    let none = settings_cmd(&db, &home, &project, &["uninstall", "claude-code", "--project"])?.ok()?;
+    assert!(none.stdout.contains("nothing written"), "{}", none.stdout);
+    Ok(())
+}
+
+#[test]
+fn install_for_the_user_and_for_codex() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let db = dir.path().join("index.redb");
+    settings_cmd(&db, &home, dir.path(), &["install", "claude-code"])?.ok()?;
+    let claude: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json"))?)?;
+    assert_eq!(commands(&claude, "UserPromptSubmit").len(), 1);
+    assert!(backups(&home.join(".claude"))?.is_empty(), "no file before: nothing to back up");
+
+    settings_cmd(&db, &home, dir.path(), &["install", "codex", "--user"])?.ok()?;
+    let codex: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".codex/hooks.json"))?)?;
+    for event in ["UserPromptSubmit", "SessionStart", "PostCompact", "Stop"] {
+        let ours = commands(&codex, event);
+        assert_eq!(ours.len(), 1, "{event}: {codex:#}");
+        assert!(ours[0].ends_with("hook codex"), "{ours:?}");
+    }
+    // A settings file that is not JSON is refused, and left as it was.
+    std::fs::write(home.join(".codex/hooks.json"), "{ broken")?;
+    let run = settings_cmd(&db, &home, dir.path(), &["install", "codex"])?;
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(run.stderr.contains("not valid JSON"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(home.join(".codex/hooks.json"))?, "{ broken");
+    Ok(())
+}
