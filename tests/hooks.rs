@@ -283,7 +283,9 @@ fn tool_results_become_evidence_on_stop_not_on_the_prompt() -> TestResult {
     for (role, message) in [("assistant", call), ("user", result)] {
         transcript.records += 1;
         let n = transcript.records;
+        // Each record names its parent, as Claude Code writes them (the importer follows the chain).
         let line = json!({ "isSidechain": false, "cwd": PROJECT, "sessionId": transcript.session, "type": role,
+            "parentUuid": format!("00000000-0000-4000-8000-{:012}", n - 1),
             "uuid": format!("00000000-0000-4000-8000-{n:012}"), "timestamp": "2025-06-14T10:00:00.000Z", "message": message });
         std::fs::OpenOptions::new()
             .append(true)
