@@ -238,10 +238,16 @@ fn queries_sent_together_run_side_by_side() -> McpResult {
         let (a, b) = (attempt * 2 + 1, attempt * 2 + 2);
         server.call_raw(a, "select_context", query)?;
         server.call_raw(b, "select_context", query)?;
-        for id in [a, b] {
-            let response = server.response(id, PATIENCE)?;
+        // The answers may come in either order (that is the point): collect both by id.
+        let mut answered = Vec::new();
+        while answered.len() < 2 {
+            let response = server.next_message(PATIENCE)?.ok_or("no answer to a selection")?;
+            let Some(id) = response["id"].as_u64().filter(|id| [a, b].contains(id)) else { continue };
             assert!(response["result"]["structuredContent"]["blocks"].is_array(), "{response}");
+            answered.push(id);
         }
+        answered.sort_unstable();
+        assert_eq!(answered, [a, b]);
         let log = std::fs::read_to_string(&stderr_path)?;
         let events: Vec<bool> = log
             .lines()
