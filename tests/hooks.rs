@@ -52,12 +52,42 @@ struct ClaudeTranscript {
     records: usize,
 }
 
+/// A transcript the tests grow a message at a time.
+trait Transcript {
+    /// Appends one message of `role` (`user` or `assistant`).
+    fn record(&mut self, role: &str, text: &str) -> TestResult;
+
+    /// Appends a user message and its reply.
+    fn turn(&mut self, user: &str, assistant: &str) -> TestResult {
+        self.record("user", user)?;
+        self.record("assistant", assistant)
+    }
+}
+
+/// `event` with the fields of `extra` added (an event's own fields, such as `prompt`).
+fn with_fields(mut event: Value, extra: Value) -> Value {
+    if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+        event.extend(extra.clone());
+    }
+    event
+}
+
 impl ClaudeTranscript {
     fn new(dir: &Path, session: &str, cwd: &str) -> ClaudeTranscript {
         let path = dir.join(format!("{session}.jsonl"));
         ClaudeTranscript { path, session: session.into(), cwd: cwd.into(), records: 0 }
     }
 
+    fn event(&self, name: &str, extra: Value) -> Value {
+        let event = json!({
+            "session_id": self.session, "transcript_path": self.path, "cwd": self.cwd,
+            "hook_event_name": name, "permission_mode": "default",
+        });
+        with_fields(event, extra)
+    }
+}
+
+impl Transcript for ClaudeTranscript {
     fn record(&mut self, role: &str, text: &str) -> TestResult {
         self.records += 1;
         let n = self.records;
@@ -81,22 +111,6 @@ impl ClaudeTranscript {
         writeln!(file, "{line}")?;
         Ok(())
     }
-
-    fn turn(&mut self, user: &str, assistant: &str) -> TestResult {
-        self.record("user", user)?;
-        self.record("assistant", assistant)
-    }
-
-    fn event(&self, name: &str, extra: Value) -> Value {
-        let mut event = json!({
-            "session_id": self.session, "transcript_path": self.path, "cwd": self.cwd,
-            "hook_event_name": name, "permission_mode": "default",
-        });
-        if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
-            event.extend(extra.clone());
-        }
-        event
-    }
 }
 
 /// A Codex rollout: `session_meta`, then `response_item` messages (the fields of
@@ -119,6 +133,16 @@ impl CodexRollout {
         Ok(CodexRollout { path, session: session.into(), cwd: cwd.into(), records: 0 })
     }
 
+    fn event(&self, name: &str, extra: Value) -> Value {
+        let event = json!({
+            "session_id": self.session, "transcript_path": self.path, "cwd": self.cwd,
+            "hook_event_name": name, "model": "gpt-5-codex",
+        });
+        with_fields(event, extra)
+    }
+}
+
+impl Transcript for CodexRollout {
     fn record(&mut self, role: &str, text: &str) -> TestResult {
         self.records += 1;
         let kind = if role == "user" { "input_text" } else { "output_text" };
@@ -130,22 +154,6 @@ impl CodexRollout {
         let mut file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
         writeln!(file, "{line}")?;
         Ok(())
-    }
-
-    fn turn(&mut self, user: &str, assistant: &str) -> TestResult {
-        self.record("user", user)?;
-        self.record("assistant", assistant)
-    }
-
-    fn event(&self, name: &str, extra: Value) -> Value {
-        let mut event = json!({
-            "session_id": self.session, "transcript_path": self.path, "cwd": self.cwd,
-            "hook_event_name": name, "model": "gpt-5-codex",
-        });
-        if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
-            event.extend(extra.clone());
-        }
-        event
     }
 }
 
