@@ -2,14 +2,16 @@
 //!
 //! Variants: `on_topic` is a full selection for a follow-up question (rotating over every
 //! topic of the corpus, skipping the few that select nothing); `gate_only` is the gate decision for the same questions, the baseline
-//! the rest of the pipeline adds to. The index is built once per size and cached under
+//! the rest of the pipeline adds to; `on_topic_o200k` is `on_topic` with budgets and blocks counted
+//! in the o200k encoding (`--tokenizer o200k`). The index is built once per size and cached under
 //! `target/ctxgate-bench/` (see `corpus::index`). 10k turns by default; set
 //! `CTXGATE_BENCH_LARGE=1` to add 100k (built once, a few minutes).
 
 use corpus::index::{self, SESSION};
 use corpus::{Corpus, TopicId};
 use criterion::{Criterion, criterion_group, criterion_main};
-use ctxgate::{Gatekeeper, Options};
+use ctxgate::tokens::Tokenizer;
+use ctxgate::{Gatekeeper, Options, SelectOptions};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -55,6 +57,21 @@ fn select(c: &mut Criterion) {
                 let (query, blocks) = on_topic[next % on_topic.len()];
                 next += 1;
                 let selection = session.select(black_box(query)).expect("select");
+                assert_eq!(selection.blocks.len(), blocks, "{query:?} selected another number of blocks");
+                selection
+            })
+        });
+        let o200k = SelectOptions { tokenizer: Some(Tokenizer::O200k), ..SelectOptions::default() };
+        let on_topic_o200k: Vec<(&String, usize)> = on_topic
+            .iter()
+            .map(|&(q, _)| (q, session.select_with(q, &o200k).expect("warm-up select").blocks.len()))
+            .collect();
+        let mut next = 0;
+        group.bench_function(format!("{label}/on_topic_o200k"), |b| {
+            b.iter(|| {
+                let (query, blocks) = on_topic_o200k[next % on_topic_o200k.len()];
+                next += 1;
+                let selection = session.select_with(black_box(query), &o200k).expect("select");
                 assert_eq!(selection.blocks.len(), blocks, "{query:?} selected another number of blocks");
                 selection
             })

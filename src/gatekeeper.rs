@@ -5,7 +5,7 @@ use crate::search::SearchHit;
 use crate::select::Policy;
 use crate::session::Session;
 use crate::store::{Store, StoreOptions};
-use crate::tokens::{CharEstimator, TokenEstimator};
+use crate::tokens::{TokenEstimator, Tokenizer};
 use crate::write::{ImportOptions, ImportProgress, ImportReport};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -57,6 +57,9 @@ pub struct Options {
     /// index, or else a directory beside the index file named after it (`x.redb` →
     /// `x.evidence`).
     pub evidence_root: Option<PathBuf>,
+    /// What the budget counts (DESIGN §3.5). Default [`Tokenizer::Chars`], the seed's
+    /// `chars × 1.5`; [`Gatekeeper::set_token_estimator`] replaces it.
+    pub tokenizer: Tokenizer,
 }
 
 impl Default for Options {
@@ -69,6 +72,7 @@ impl Default for Options {
             busy_timeout: Duration::from_secs(5),
             quick_repair: false,
             evidence_root: None,
+            tokenizer: Tokenizer::Chars,
         }
     }
 }
@@ -205,10 +209,12 @@ impl Gatekeeper {
                 quick_repair: options.quick_repair,
             },
         )?;
-        Ok(Gatekeeper { store, options, pool, estimator: Box::new(CharEstimator) })
+        let estimator = Box::new(options.tokenizer);
+        Ok(Gatekeeper { store, options, pool, estimator })
     }
 
-    /// Replaces the token estimator (DESIGN §3.5: a real tokenizer can stand in).
+    /// Replaces the token estimator of [`Options::tokenizer`] (DESIGN §3.5: any tokenizer can
+    /// stand in). A call's [`crate::SelectOptions::tokenizer`] still overrides it.
     pub fn set_token_estimator(&mut self, estimator: Box<dyn TokenEstimator>) {
         self.estimator = estimator;
     }

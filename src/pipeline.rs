@@ -69,7 +69,7 @@ pub struct ChosenEvidence {
     pub score: f64,
     /// Query anchors it covered first.
     pub newly_covered: u64,
-    /// Token estimate of the projection.
+    /// Tokens of the projection, by the call's estimator.
     pub tokens: u32,
 }
 
@@ -85,7 +85,7 @@ pub struct ChosenBlock {
     pub score: f64,
     /// Query anchors this block covered first.
     pub newly_covered: u64,
-    /// Token estimate of the pruned text.
+    /// Tokens of `user` plus those of `assistant`, by the call's estimator.
     pub tokens: u32,
 }
 

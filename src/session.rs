@@ -7,6 +7,7 @@ use crate::pipeline::{self, SelectParams};
 use crate::prompt;
 use crate::segment::{self, SessionRef};
 use crate::select::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
+use crate::tokens::TokenEstimator;
 use crate::write::turn::{self, Postings, PreparedTurn};
 
 pub use crate::types::TurnId;
@@ -107,7 +108,7 @@ impl<'g> Session<'g> {
             policy,
             evidence: !options.no_evidence,
             evidence_overhead: overhead.1,
-            estimator: self.gatekeeper.estimator(),
+            estimator: self.estimator(options),
         };
         let outcome = self.gatekeeper.in_pool(|| pipeline::select(&view, &session, query, &params))?;
         let total = outcome.query.idf_of(outcome.query.full_mask());
@@ -157,10 +158,10 @@ impl<'g> Session<'g> {
     }
 
     /// The prompt text for `query`: selected turns and the question, within the budget
-    /// (the framing and the question count against it too).
+    /// (the framing and the question count against it too), counted by the call's tokenizer.
     pub fn build_prompt_with(&self, query: &str, options: &SelectOptions) -> Result<String> {
         check_query(query)?;
-        let estimator = self.gatekeeper.estimator();
+        let estimator = self.estimator(options);
         let budget = options.budget.unwrap_or(self.gatekeeper.options().token_budget);
         let question_only = estimator.estimate(&prompt::render_question(query));
         if question_only > budget {
@@ -172,9 +173,33 @@ impl<'g> Session<'g> {
         let reserved = estimator.estimate(&prompt::framing(query));
         let overhead = estimator.estimate(&prompt::block_framing(u32::MAX));
         let evidence_overhead = estimator.estimate(&prompt::evidence_framing());
-        let options = SelectOptions { budget: Some(budget.saturating_sub(reserved)), ..*options };
-        let selection = self.select_inner(query, &options, (overhead, evidence_overhead))?;
-        Ok(prompt::render(&selection, query))
+        let mut blocks_budget = budget.saturating_sub(reserved);
+        loop {
+            let options = SelectOptions { budget: Some(blocks_budget), ..*options };
+            let selection = self.select_inner(query, &options, (overhead, evidence_overhead))?;
+            let text = prompt::render(&selection, query);
+            // The parts' counts add up to at least the whole's for `chars`, so it always fits;
+            // a BPE encoding may merge across a part's edge either way. Over the budget, select
+            // again with the excess taken off: the selection shrinks until it fits, at worst to
+            // the question alone, which fits (checked above).
+            let tokens = estimator.estimate(&text);
+            if tokens <= budget || (selection.blocks.is_empty() && selection.evidence.is_empty()) {
+                return Ok(text);
+            }
+            if blocks_budget == 0 {
+                return Ok(prompt::render_question(query));
+            }
+            log::debug!("prompt of {tokens} tokens over the budget of {budget}: selecting again");
+            blocks_budget = blocks_budget.saturating_sub(tokens - budget);
+        }
+    }
+
+    /// The estimator a call counts with: its own tokenizer, else the gatekeeper's.
+    fn estimator<'a>(&'a self, options: &'a SelectOptions) -> &'a dyn TokenEstimator {
+        match &options.tokenizer {
+            Some(tokenizer) => tokenizer,
+            None => self.gatekeeper.estimator(),
+        }
     }
 
     fn lookup<S: crate::store::Source>(

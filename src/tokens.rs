@@ -1,4 +1,13 @@
 //! Token estimates (DESIGN §3.5): a replaceable part, so a real tokenizer can stand in.
+//!
+//! [`Tokenizer`] names the ones ctxgate ships: the seed's `chars × 1.5` (the default) and the
+//! OpenAI encodings `cl100k_base` and `o200k_base` (from the `bpe-openai` crate, exact counts as
+//! tiktoken's). Every count of a selection (`budget.used`, each block's and projection's
+//! `tokens`, a prompt's fit) goes through the [`TokenEstimator`] the call uses.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
 
 /// Estimates how many model tokens a text costs.
 pub trait TokenEstimator: Send + Sync {
@@ -21,6 +30,76 @@ impl TokenEstimator for CharEstimator {
     }
 }
 
+/// Which tokens a budget counts: the unit of `budget.limit`, `budget.used` and every `tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Tokenizer {
+    /// Characters × 1.5, rounded up ([`CharEstimator`]): no model's tokens, an upper bound
+    /// for most. The default.
+    #[default]
+    Chars,
+    /// OpenAI's `cl100k_base` (GPT-4, GPT-3.5).
+    Cl100k,
+    /// OpenAI's `o200k_base` (GPT-4o and later).
+    O200k,
+}
+
+impl Tokenizer {
+    /// Every tokenizer, the default first.
+    pub const ALL: [Tokenizer; 3] = [Tokenizer::Chars, Tokenizer::Cl100k, Tokenizer::O200k];
+
+    /// Its name, as `--tokenizer` and the MCP argument take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tokenizer::Chars => "chars",
+            Tokenizer::Cl100k => "cl100k",
+            Tokenizer::O200k => "o200k",
+        }
+    }
+
+    /// The encoding, loaded on first use and then kept for the process (`bpe-openai` holds each
+    /// in a `LazyLock`: one deserialization, tens of milliseconds, never per call).
+    fn encoding(self) -> Option<&'static bpe_openai::Tokenizer> {
+        match self {
+            Tokenizer::Chars => None,
+            Tokenizer::Cl100k => Some(bpe_openai::cl100k_base()),
+            Tokenizer::O200k => Some(bpe_openai::o200k_base()),
+        }
+    }
+}
+
+impl TokenEstimator for Tokenizer {
+    fn estimate(&self, text: &str) -> u32 {
+        match self.encoding() {
+            None => CharEstimator.estimate(text),
+            Some(encoding) => u32::try_from(encoding.count(text)).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+impl fmt::Display for Tokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown tokenizer name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tokenizer {0:?}: use chars, cl100k or o200k")]
+pub struct UnknownTokenizer(pub String);
+
+impl FromStr for Tokenizer {
+    type Err = UnknownTokenizer;
+
+    fn from_str(name: &str) -> Result<Tokenizer, UnknownTokenizer> {
+        Tokenizer::ALL
+            .into_iter()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| UnknownTokenizer(name.to_string()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -30,5 +109,26 @@ mod tests {
         assert_eq!(CharEstimator.estimate(""), 0);
         assert_eq!(CharEstimator.estimate("abc"), 5);
         assert_eq!(CharEstimator.estimate("分布式锁"), 6);
+        assert_eq!(Tokenizer::Chars.estimate("分布式锁"), 6);
+    }
+
+    #[test]
+    fn the_encodings_count_as_tiktoken() {
+        // Counts from OpenAI's tiktoken for the same strings.
+        assert_eq!(Tokenizer::Cl100k.estimate("Hello, world!"), 4);
+        assert_eq!(Tokenizer::O200k.estimate("Hello, world!"), 4);
+        assert_eq!(Tokenizer::Cl100k.estimate(""), 0);
+        assert!(
+            Tokenizer::O200k.estimate("分布式锁怎么续期") < Tokenizer::Chars.estimate("分布式锁怎么续期")
+        );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for t in Tokenizer::ALL {
+            assert_eq!(t.name().parse::<Tokenizer>(), Ok(t));
+            assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{t}\""));
+        }
+        assert_eq!("o200k_base".parse::<Tokenizer>(), Err(UnknownTokenizer("o200k_base".into())));
     }
 }

@@ -25,6 +25,7 @@ mod verify;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use ctxgate::tokens::Tokenizer;
 use ctxgate::{Gatekeeper, Options, Policy};
 use exit::ExitCode;
 use std::path::PathBuf;
@@ -69,6 +70,9 @@ pub struct Cli {
     /// Seconds to wait for another process to release the index
     #[arg(long, global = true, value_name = "SECS", default_value_t = 5.0)]
     busy_timeout: f64,
+    /// What budgets count: chars (characters × 1.5, the default) or an OpenAI encoding
+    #[arg(long, global = true, env = "CTXGATE_TOKENIZER", value_enum, default_value_t = TokenizerArg::Chars)]
+    tokenizer: TokenizerArg,
     /// More log output on stderr (-v info, -vv debug); CTXGATE_LOG sets it too
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -77,6 +81,27 @@ pub struct Cli {
     quiet: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--tokenizer` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum TokenizerArg {
+    /// Characters × 1.5, rounded up: an upper bound for most models
+    Chars,
+    /// OpenAI cl100k_base (GPT-4, GPT-3.5)
+    Cl100k,
+    /// OpenAI o200k_base (GPT-4o and later)
+    O200k,
+}
+
+impl From<TokenizerArg> for Tokenizer {
+    fn from(t: TokenizerArg) -> Tokenizer {
+        match t {
+            TokenizerArg::Chars => Tokenizer::Chars,
+            TokenizerArg::Cl100k => Tokenizer::Cl100k,
+            TokenizerArg::O200k => Tokenizer::O200k,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -127,6 +152,8 @@ pub struct Global {
     busy_timeout: f64,
     /// The evidence root, if given.
     pub evidence_root: Option<PathBuf>,
+    /// What budgets count.
+    pub tokenizer: Tokenizer,
     /// How the command uses the index (from [`access`]): [`Global::open`] opens it so.
     access: Access,
 }
@@ -174,6 +201,7 @@ impl Global {
             threads: self.threads,
             busy_timeout,
             evidence_root: self.evidence_root.clone(),
+            tokenizer: self.tokenizer,
             ..Options::default()
         };
         if let Some(budget) = budget {
@@ -219,7 +247,8 @@ pub fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let access = access(&cli.command);
-    let global = global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root, access)?;
+    let global =
+        global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root, cli.tokenizer, access)?;
     let db = global.db.clone();
     // A damaged file can make redb panic anywhere in a command: that is an error naming the
     // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
@@ -242,13 +271,14 @@ fn global(
     threads: usize,
     busy_timeout: f64,
     evidence_root: Option<PathBuf>,
+    tokenizer: TokenizerArg,
     access: Access,
 ) -> anyhow::Result<Global> {
     let db = match db {
         Some(path) => path,
         None => default_db(access)?,
     };
-    Ok(Global { db, json, threads, busy_timeout, evidence_root, access })
+    Ok(Global { db, json, threads, busy_timeout, evidence_root, tokenizer: tokenizer.into(), access })
 }
 
 fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {

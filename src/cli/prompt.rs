@@ -40,6 +40,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         as_of: None,
         policy: args.policy.map(Policy::from),
         no_evidence: args.no_evidence,
+        tokenizer: None,
     };
     let prompt = gatekeeper.session(&args.session)?.build_prompt_with(&args.query, &options)?;
     if global.json {

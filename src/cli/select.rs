@@ -52,6 +52,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         as_of: args.as_of,
         policy: args.policy.map(Policy::from),
         no_evidence: args.no_evidence,
+        tokenizer: None,
     };
     let selection = gatekeeper.session(&args.session)?.select_with(&args.query, &options)?;
     if global.json { output::print_json(&selection) } else { output::print_text(&describe(&selection)) }

@@ -4,6 +4,7 @@
 use crate::gate::GateDecision;
 use crate::query::QueryAnchor;
 use crate::select::Policy;
+use crate::tokens::Tokenizer;
 use crate::types::TurnId;
 use serde::Serialize;
 
@@ -18,6 +19,9 @@ pub struct SelectOptions {
     pub policy: Option<Policy>,
     /// Leave evidence projections out (default: offer them, DESIGN §4).
     pub no_evidence: bool,
+    /// What the budget counts (default: `Options::tokenizer`, or the estimator set with
+    /// `Gatekeeper::set_token_estimator`).
+    pub tokenizer: Option<Tokenizer>,
 }
 
 /// The budget of a selection and what it used.
@@ -26,7 +30,8 @@ pub struct SelectOptions {
 pub struct Budget {
     /// The token budget.
     pub limit: u32,
-    /// Estimated tokens of the selected blocks; never above `limit`.
+    /// Tokens of the selected blocks and projections, in the call's tokenizer; never above
+    /// `limit`.
     pub used: u32,
 }
 
@@ -44,7 +49,7 @@ pub struct SelectedBlock {
     pub score: f64,
     /// Query anchors this block covered first.
     pub covered_anchors: Vec<String>,
-    /// Estimated tokens of `user` and `assistant`.
+    /// Tokens of `user` plus those of `assistant`, in the call's tokenizer.
     pub tokens: u32,
 }
 
@@ -60,7 +65,7 @@ pub struct SelectedEvidence {
     pub score: f64,
     /// Query anchors it covered first.
     pub covered_anchors: Vec<String>,
-    /// Estimated tokens of the projection.
+    /// Tokens of the projection (compact JSON), in the call's tokenizer.
     pub tokens: u32,
     /// The projection: facts (exact values by JSON pointer) and omitted parts, or a small
     /// document whole as `content`; known unknowns, blocked decisions, claim constraints, agent

@@ -5,6 +5,7 @@
 //! [`crate::server`] for why).
 
 use crate::evidence::{Projection, Spec};
+use crate::tokens::Tokenizer;
 use crate::{
     Error, EvidenceOptions, Format, GateDecision, Gatekeeper, ImportOptions, ImportReport, Options, Policy,
     SearchHit, SelectOptions, Selection, SessionInfo,
@@ -81,6 +82,10 @@ pub struct SelectContextParams {
     /// minimal (default): the smallest context covering the query; fill: then spend the rest of the budget.
     #[serde(default)]
     pub policy: Option<Policy>,
+    /// What the budget and every `tokens` count: chars (characters × 1.5), cl100k or o200k
+    /// (OpenAI encodings). Default: the server's --tokenizer (chars unless set).
+    #[serde(default)]
+    pub tokenizer: Option<Tokenizer>,
 }
 
 /// Arguments of `build_prompt`.
@@ -94,6 +99,10 @@ pub struct BuildPromptParams {
     /// Token budget for the whole prompt (default 4000).
     #[serde(default)]
     pub budget: Option<u32>,
+    /// What the budget counts: chars (characters × 1.5), cl100k or o200k (OpenAI encodings).
+    /// Default: the server's --tokenizer (chars unless set).
+    #[serde(default)]
+    pub tokenizer: Option<Tokenizer>,
 }
 
 /// Arguments of `record_turn`.
@@ -405,13 +414,15 @@ impl Core {
                     budget: p.budget,
                     as_of: p.as_of,
                     policy: p.policy,
+                    tokenizer: p.tokenizer,
                     ..SelectOptions::default()
                 };
                 self.read(|gk| document(&gk.session(&p.session)?.select_with(&p.query, &options)?))
             }
             "build_prompt" => {
                 let p: BuildPromptParams = parse(name, args)?;
-                let options = SelectOptions { budget: p.budget, ..SelectOptions::default() };
+                let options =
+                    SelectOptions { budget: p.budget, tokenizer: p.tokenizer, ..SelectOptions::default() };
                 self.read(|gk| {
                     let prompt = gk.session(&p.session)?.build_prompt_with(&p.query, &options)?;
                     document(&Prompted { session: &p.session, query: &p.query, prompt })

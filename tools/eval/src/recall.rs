@@ -257,7 +257,7 @@ pub fn run(conversations_path: &Path, tasks_path: &Path, dump: Option<&Path>) ->
                     budget: Some(budget),
                     as_of: Some(task.upto_turn),
                     policy: method.policy(),
-                    no_evidence: false,
+                    ..SelectOptions::default()
                 };
                 let selection = session.select_with(&task.query, &options).with_context(|| {
                     format!(

@@ -194,6 +194,7 @@ fn ctxgate_pick(gatekeeper: &Gatekeeper, task: &Task, policy: Policy, budget: u3
         as_of: Some(task.upto_turn),
         policy: Some(policy),
         no_evidence: true,
+        ..SelectOptions::default()
     };
     let selection = gatekeeper
         .session(&task.session)?
