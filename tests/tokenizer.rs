@@ -80,7 +80,7 @@ fn the_binary_keeps_selections_and_prompts_within_real_token_budgets() -> TestRe
             let limit = budget.to_string();
             for (i, query) in QUERIES.iter().enumerate() {
                 // The policies alternate over the queries so that both see every budget.
-                let policy = if (i + budget as usize) % 2 == 0 { "fill" } else { "minimal" };
+                let policy = if (i + budget as usize).is_multiple_of(2) { "fill" } else { "minimal" };
                 let flags = ["--tokenizer", tokenizer];
                 let select = ["select", "-s", SESSION, "--budget", &limit, "--policy", policy, "--", query];
                 let doc: SelectDoc = env.run(["--json"].iter().chain(&flags).chain(&select))?.ok()?.json()?;
