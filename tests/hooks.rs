@@ -64,6 +64,13 @@ trait Transcript {
     }
 }
 
+/// Appends `record` to the transcript at `path` as one JSON line, as the agents write them.
+fn append_line(path: &Path, record: &Value) -> TestResult {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    writeln!(file, "{record}")?;
+    Ok(())
+}
+
 /// `event` with the fields of `extra` added (an event's own fields, such as `prompt`).
 fn with_fields(mut event: Value, extra: Value) -> Value {
     if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
@@ -107,9 +114,7 @@ impl Transcript for ClaudeTranscript {
             "timestamp": format!("2025-06-14T09:{:02}:{:02}.000Z", n / 60, n % 60),
             "message": message,
         });
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.path)?;
-        writeln!(file, "{line}")?;
-        Ok(())
+        append_line(&self.path, &line)
     }
 }
 
@@ -151,9 +156,7 @@ impl Transcript for CodexRollout {
             "type": "response_item",
             "payload": { "type": "message", "role": role, "content": [{ "type": kind, "text": text }] }
         });
-        let mut file = std::fs::OpenOptions::new().append(true).open(&self.path)?;
-        writeln!(file, "{line}")?;
-        Ok(())
+        append_line(&self.path, &line)
     }
 }
 
@@ -295,10 +298,7 @@ fn tool_results_become_evidence_on_stop_not_on_the_prompt() -> TestResult {
         let line = json!({ "isSidechain": false, "cwd": PROJECT, "sessionId": transcript.session, "type": role,
             "parentUuid": format!("00000000-0000-4000-8000-{:012}", n - 1),
             "uuid": format!("00000000-0000-4000-8000-{n:012}"), "timestamp": "2025-06-14T10:00:00.000Z", "message": message });
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&transcript.path)?
-            .write_all(format!("{line}\n").as_bytes())?;
+        append_line(&transcript.path, &line)?;
     }
     transcript.record("assistant", "All ledger tests pass.")?;
     transcript.record("user", PROMPT)?;

@@ -35,8 +35,14 @@ fn share(budget: u32, (num, den): (u32, u32)) -> u32 {
     (u64::from(budget) * u64::from(num) / u64::from(den)).max(1) as u32
 }
 
+/// The session's summary, `None` if it has no turn yet: one lookup by name
+/// ([`crate::Session::info`]), not a walk of every session.
 fn info(gatekeeper: &Gatekeeper, name: &str) -> Result<Option<SessionInfo>> {
-    Ok(gatekeeper.sessions()?.into_iter().find(|s| s.name == name))
+    match gatekeeper.session(name)?.info() {
+        Ok(info) => Ok(Some(info)),
+        Err(e) if e.kind() == crate::ErrorKind::UnknownSession => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn render_block(out: &mut String, label: &str, block_user: &str, block_assistant: &str) {

@@ -94,9 +94,9 @@ pub(super) fn import(
 
     // Pass 2: the new turns, a batch at a time.
     let existing: Vec<usize> = plans.iter().map(Continuation::existing).collect();
-    let destinations: Vec<(String, Option<String>)> = plans.iter().map(|p| (p.name.clone(), None)).collect();
     let first_turns: Vec<u32> = plans.iter().map(Continuation::offset).collect();
     let names: Vec<String> = plans.iter().map(|p| p.name.clone()).collect();
+    let destinations: Vec<(String, Option<String>)> = names.iter().map(|n| (n.clone(), None)).collect();
     let plan_of_pass3 = plan_of.clone();
     let lines = ParsedLines::open(path)?;
     let mut seen = vec![0usize; plans.len()];
