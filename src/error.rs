@@ -22,6 +22,18 @@ pub enum Error {
         /// The first differing turn.
         turn: u32,
     },
+    /// Another writer added turns to a session while an import was writing it.
+    #[error("{}: session {session:?} has {found} turns where this import expected {expected}: another writer added to it while the import ran; nothing of the batch was written: import the file again", .path.display())]
+    Raced {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The session.
+        session: String,
+        /// Turns the import expected the session to have.
+        expected: u32,
+        /// Turns it had.
+        found: u32,
+    },
     /// An argument the caller passed is not acceptable.
     #[error("invalid {what}: {reason}")]
     InvalidInput {
@@ -72,7 +84,7 @@ impl Error {
             Error::Store(e) => e.kind(),
             Error::Import(crate::import::Error::Io { .. }) => ErrorKind::Io,
             Error::Import(crate::import::Error::UnknownFormat { .. }) => ErrorKind::UnknownFormat,
-            Error::Conflict { .. } => ErrorKind::Conflict,
+            Error::Conflict { .. } | Error::Raced { .. } => ErrorKind::Conflict,
             Error::Import(_) => ErrorKind::BadLog,
             Error::InvalidInput { .. } => ErrorKind::BadInput,
             Error::InvalidOption { .. } => ErrorKind::InvalidOption,

@@ -49,9 +49,9 @@ pub struct Options {
     pub cache_bytes: usize,
     /// How long to wait for another process to release the index. Default 5 s.
     pub busy_timeout: Duration,
-    /// Save allocator state with every commit so that reopening after a crash is instant.
-    /// Default false: a commit is one fsync, and the first open after a crash repairs the file
-    /// by walking it (about a second per few hundred MB). True costs a second fsync per commit.
+    /// No effect since every open shares the file in redb's multi-writer mode (docs/DESIGN.md
+    /// §6.10), which saves the allocator state with every commit: reopening after a crash is
+    /// always quick, and a commit is always two fsyncs. Kept so that code setting it builds.
     pub quick_repair: bool,
     /// Where evidence documents are stored (DESIGN §4). Default: the root recorded in the
     /// index, or else a directory beside the index file named after it (`x.redb` →

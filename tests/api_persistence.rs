@@ -1,5 +1,7 @@
 //! The library on a real index file: persistence, folding, determinism, concurrency guards.
 
+mod common;
+
 use ctxgate::{Error, Gatekeeper, Options, SelectOptions, Selection};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -133,17 +135,37 @@ fn one_thread_equals_many() -> TestResult {
 }
 
 #[test]
-fn second_open_is_busy_not_a_hang() -> TestResult {
+fn a_write_waits_for_another_writer_then_is_busy_and_reads_never_wait() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("index.redb");
-    let _holder = Gatekeeper::open(&path, Options::default())?;
+    let writer = build(&path, Options { busy_timeout: Duration::from_millis(300), ..Options::default() }, 4)?;
+    let held = common::WriteHold::begin(&path)?;
+    // A read goes on beside the other writer's transaction, from the last commit.
     let started = Instant::now();
-    let second =
-        Gatekeeper::open(&path, Options { busy_timeout: Duration::from_millis(200), ..Options::default() });
-    let err = second.err().ok_or("a second open must fail while the first is open")?;
-    assert_eq!(err.kind(), "busy", "{err}");
-    assert!(started.elapsed() < Duration::from_secs(3), "waited {:?}", started.elapsed());
-    assert!(err.to_string().contains("in use"), "{err}");
+    let reader = Gatekeeper::open_read_only(&path, Options::default())?;
+    assert_eq!(reader.stats()?.turns, 4);
+    assert!(!reader.session("main")?.select("redis setnx lease")?.blocks.is_empty());
+    assert!(started.elapsed() < Duration::from_millis(250), "a read waited {:?}", started.elapsed());
+    // A write waits for the other writer, up to the busy timeout: opening for writing too.
+    for attempt in 0..2 {
+        let started = Instant::now();
+        let err = match attempt {
+            0 => writer.session("main")?.add_turn("one more", "reply").err(),
+            _ => Gatekeeper::open(
+                &path,
+                Options { busy_timeout: Duration::from_millis(300), ..Options::default() },
+            )
+            .err(),
+        };
+        let err = err.ok_or("a write while another writer holds the lock")?;
+        assert_eq!(err.kind(), "busy", "{err}");
+        assert!(started.elapsed() >= Duration::from_millis(300), "gave up after {:?}", started.elapsed());
+        assert!(started.elapsed() < Duration::from_secs(3), "waited {:?}", started.elapsed());
+        assert!(err.to_string().contains("--busy-timeout"), "{err}");
+    }
+    drop(held);
+    writer.session("main")?.add_turn("one more", "reply")?;
+    assert_eq!(reader.stats()?.turns, 5, "a reader sees the next commit");
     Ok(())
 }
 

@@ -488,9 +488,9 @@ fn failures_give_no_context_exit_0_and_a_message() -> TestResult {
     std::fs::write(&broken, vec![0xA5u8; 64 * 1024])?;
     expect_quiet_failure(&hook(&broken, "claude-code", &prompt, &args)?, deadline, "broken.redb")?;
 
-    // A busy index: another process holds it for writing.
+    // A busy index: another writer is in the middle of a transaction past the deadline.
     let busy = dir.path().join("busy.redb");
-    let holder = ctxgate::Gatekeeper::open(&busy, ctxgate::Options::default())?;
+    let holder = common::WriteHold::begin(&busy)?;
     let run = hook(&busy, "claude-code", &prompt, &args)?;
     expect_quiet_failure(&run, deadline, "no context given")?;
     drop(holder);
@@ -530,7 +530,7 @@ fn the_deadline_comes_from_the_environment_too() -> TestResult {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("index.redb");
     let event = json!({ "session_id": "s", "transcript_path": null, "cwd": PROJECT, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT });
-    let holder = ctxgate::Gatekeeper::open(&db, ctxgate::Options::default())?;
+    let holder = common::WriteHold::begin(&db)?;
     let started = Instant::now();
     let mut child = ctxgate()
         .arg("--db")

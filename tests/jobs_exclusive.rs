@@ -63,7 +63,7 @@ fn two_jobs_at_once_never_lose_data_the_second_is_busy() -> TestResult {
             match output.status.code() {
                 Some(0) => {}
                 Some(4) => {
-                    assert!(stderr.contains("in use"), "round {rounds}: {stderr}");
+                    assert!(stderr.contains("is busy"), "round {rounds}: {stderr}");
                     busy += 1;
                 }
                 other => return Err(format!("round {rounds}: exit {other:?}: {stderr}").into()),

@@ -2,6 +2,8 @@
 //! and their schemas, each tool's result against the library on the same index, bad requests,
 //! and two servers plus a CLI import sharing one index.
 
+mod common;
+
 use ctxgate::{Gatekeeper, Options, Policy, SelectOptions};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -315,10 +317,13 @@ async fn a_busy_index_is_a_busy_error() -> TestResult {
     let mut command = tokio::process::Command::new(BIN);
     command.arg("serve").arg("--db").arg(&db).arg("--busy-timeout").arg("0.3").arg("-q");
     let client = ().serve(TokioChildProcess::new(command)?).await?;
-    let held = open(&db)?;
-    assert_eq!(error_kind(&client, "list_sessions", json!({})).await?, "busy");
-    drop(held);
+    // Another writer in the middle of a transaction: writes wait then fail busy, reads answer.
+    let held = common::WriteHold::begin(&db).map_err(|e| e.to_string())?;
+    let turn = json!({"session": "work", "user": "one more question", "assistant": "one more answer"});
+    assert_eq!(error_kind(&client, "record_turn", turn.clone()).await?, "busy");
     ok(&client, "list_sessions", json!({})).await?;
+    drop(held);
+    ok(&client, "record_turn", turn).await?;
     client.cancel().await?;
     Ok(())
 }

@@ -90,8 +90,9 @@ impl Gatekeeper {
         progress: &mut dyn FnMut(CompactProgress),
     ) -> Result<CompactReport> {
         self.check_writable()?;
-        let _lock =
-            super::lock::JobLock::acquire(&super::lock::real_path(self.path()), self.options().busy_timeout)?;
+        let lock = crate::store::IndexLock::exclusive(self.path(), self.options().busy_timeout)?;
+        // Holding the lock, runs left are an interrupted import's: their postings go first.
+        self.store().merge_interrupted_runs(Some(&lock))?;
         let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });
         let bytes_before = self.store().file_size()?;
         let (folded_turns, (lists_packed, chunks_before, chunks_after)) =
@@ -116,8 +117,9 @@ impl Gatekeeper {
         })?;
         report_progress(CompactPhase::Compacting, 0, 0);
         // redb compacts in steps; a few calls take the free pages left after a big delete.
+        let timeout = self.options().busy_timeout;
         for _ in 0..8 {
-            if !self.store_mut().compact()? {
+            if !self.store_mut().compact(timeout)? {
                 break;
             }
         }

@@ -10,7 +10,6 @@
 
 mod compact;
 pub(crate) mod forget;
-mod lock;
 mod rebuild;
 mod verify;
 

@@ -2,12 +2,12 @@
 //! into a new file that replaces the old one only when complete.
 
 use super::derive_forward;
-use super::lock::{JobLock, real_path};
 use crate::anchor;
 use crate::error::Result;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
+use crate::store::{IndexLock, real_path};
 use crate::store::{PendingRow, SourceIndex, Store, StoreOptions, records::ForwardRecord};
 use crate::tokens::{CharEstimator, TokenEstimator};
 use crate::types::anchor_hash;
@@ -124,7 +124,7 @@ pub fn rebuild_with_progress(
     // A rebuild replaces the file: it needs the right to write it, as any writer does (the
     // directory's rights alone would let it replace a file its user may only read).
     std::fs::OpenOptions::new().write(true).open(path).map_err(|e| io(path, e))?;
-    let _lock = JobLock::acquire(path, options.busy_timeout)?;
+    let _lock = IndexLock::exclusive(path, options.busy_timeout)?;
     // Holding the lock, any scratch file of this index is left over from a killed rebuild.
     for stale in rebuild_scratch_files(path).map_err(|e| io(path, e))? {
         log::info!("removing {}, left by a rebuild that did not finish", stale.display());
@@ -145,7 +145,7 @@ pub fn rebuild_with_progress(
     }
     // Bulk writes leave free pages behind: give them back before the new file goes live.
     for _ in 0..8 {
-        if !new.compact()? {
+        if !new.compact(options.busy_timeout)? {
             break;
         }
     }

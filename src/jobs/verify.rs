@@ -133,6 +133,10 @@ impl Gatekeeper {
             }
             Err(e) => return Err(e.into()),
         };
+        if view.import_running() {
+            // Its turns are not in the lists yet: every one would be an inconsistency.
+            return Err(store::Error::ImportRunning { path: self.path().to_path_buf() }.into());
+        }
         // Sessions and names.
         let mut sessions: BTreeMap<u32, SessionRecord> = BTreeMap::new();
         view.for_each_session_row(|id, record| match record {

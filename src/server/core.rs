@@ -14,7 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
-use std::sync::RwLock;
 
 /// Version of the JSON documents the tools return (the CLI's `--json` documents, same version).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -377,20 +376,19 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-/// Answers tool calls on one index file, opening it per call.
+/// Answers tool calls on one index file, opening it per call. Calls run side by side: reads
+/// on read-only opens that never wait, writes each waiting only for the one write transaction
+/// at a time the index allows (across processes, as within this one).
 #[derive(Debug)]
 pub struct Core {
     db: PathBuf,
     options: Options,
-    /// Reads share the index (read-only opens), so they run side by side; a write waits for
-    /// them and excludes the others, which would only busy-wait on the file's lock.
-    lock: RwLock<()>,
 }
 
 impl Core {
     /// A core over the index at `db`, opened with `options` for every call.
     pub fn new(db: PathBuf, options: Options) -> Core {
-        Core { db, options, lock: RwLock::new(()) }
+        Core { db, options }
     }
 
     /// The index file.
@@ -506,7 +504,6 @@ impl Core {
     /// [`Core::with_index`] on the index opened read-only: a query neither creates the file
     /// nor changes a byte of it, and shares it with other readers.
     fn read(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
-        let _shared = self.lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         log::debug!("read call begins");
         let result = self.with_index(|db, options| Gatekeeper::open_read_only(db, options), f);
         log::debug!("read call ends");
@@ -515,7 +512,6 @@ impl Core {
 
     /// [`Core::with_index`] on the index opened for writing (created if missing).
     fn write(&self, f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>) -> Result<Value, ToolError> {
-        let _exclusive = self.lock.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         self.with_index(|db, options| Gatekeeper::open(db, options), f)
     }
 

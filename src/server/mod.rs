@@ -4,11 +4,11 @@
 //! prints with `--json` for the same request; [`McpServer`] lists the tools and routes MCP calls
 //! to it (rmcp, the official Rust SDK); [`serve_stdio`] runs it on stdin/stdout.
 //!
-//! Sharing: the index file is held exclusively by one process at a time (redb's default mode),
-//! so the server opens it for each call, with the usual bounded busy wait, and drops it before
-//! answering. Several servers and CLI commands can use one index; a call that cannot get the
-//! index within the busy timeout fails with a tool error of kind `busy`, never hangs. Nothing is
-//! kept between calls, so memory stays flat.
+//! Sharing: every process shares the index file (docs/DESIGN.md §6.10). The server opens it for
+//! each call and drops it before answering, and runs up to [`CONCURRENT_CALLS`] calls at once:
+//! reads on read-only opens that never wait, writes waiting only for the write transaction in
+//! progress (in any process) up to the busy timeout, then a tool error of kind `busy`, never a
+//! hang. Nothing is kept between calls, so memory stays flat.
 
 mod core;
 mod mcp;

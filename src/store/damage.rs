@@ -148,12 +148,19 @@ impl Error {
             Error::Corrupt { what } => format!("a record does not decode: {what}"),
             Error::Database(e) => match corrupted_message(e) {
                 Some(message) => format!("the database engine reports: {message}"),
+                // A read past the end: the header points at pages the file no longer has.
+                None if is_cut_short(e) => "the file ends before its data does (it was cut short)".into(),
                 None => return self,
             },
             _ => return self,
         };
         Error::Damaged { path: path.to_path_buf(), detail }
     }
+}
+
+/// Whether redb failed reading past the end of the file.
+fn is_cut_short(e: &redb::Error) -> bool {
+    matches!(e, redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof)
 }
 
 /// The message of a redb `Corrupted` storage error, wherever redb wrapped it.

@@ -61,13 +61,20 @@ pub enum Error {
         /// This build's anchor-rules version.
         rules: u32,
     },
-    /// Another process has the index open.
-    #[error("{} is in use by another process (waited {:.1} s): retry, or route requests through the process that holds it (`ctxgate serve`)", .path.display(), .waited.as_secs_f64())]
+    /// Another writer held the index's write lock (or, for a maintenance job, the index) past
+    /// the busy timeout.
+    #[error("{} is busy: another process is writing it or running a job on it (waited {:.1} s): retry, or wait longer (--busy-timeout)", .path.display(), .waited.as_secs_f64())]
     Busy {
         /// The file.
         path: PathBuf,
         /// How long we waited.
         waited: Duration,
+    },
+    /// An import is writing the index and the job needs it whole.
+    #[error("an import into {} is running: its turns are not in the posting lists yet; retry once it has finished", .path.display())]
+    ImportRunning {
+        /// The index.
+        path: PathBuf,
     },
     /// A stored record does not decode.
     #[error("corrupt index record: {what}; run `ctxgate verify` and `ctxgate rebuild`")]
@@ -137,7 +144,7 @@ impl Error {
             Error::NeedsRebuild { .. } | Error::RunsMissing { .. } | Error::RunsDamaged { .. } => {
                 ErrorKind::NeedsRebuild
             }
-            Error::Busy { .. } => ErrorKind::Busy,
+            Error::Busy { .. } | Error::ImportRunning { .. } => ErrorKind::Busy,
             Error::UnknownIndex { .. } => ErrorKind::UnknownIndex,
             Error::ReadOnly { .. } => ErrorKind::ReadOnly,
             Error::Corrupt { .. } => ErrorKind::Corrupt,

@@ -49,6 +49,7 @@ mod damage;
 mod error;
 pub(crate) mod evidence;
 mod format;
+mod index_lock;
 pub(crate) mod grouped;
 mod keys;
 mod lists;
@@ -65,6 +66,7 @@ pub use cursor::PostingCursor;
 pub use damage::{catch_damage, catch_panic, name_damaged_file};
 pub use error::Error;
 pub use format::FORMAT_VERSION;
+pub use index_lock::{IndexLock, real_path};
 pub use keys::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
 pub use postings::Posting;
@@ -78,6 +80,7 @@ pub use view::{
 use error::corrupt;
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tables::{
     EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
@@ -95,6 +98,13 @@ pub const FOLD_BATCH: usize = 128;
 const META_KEY: &str = "meta";
 const BUSY_RETRY: Duration = Duration::from_millis(25);
 
+/// How long a file that looks unrepaired is looked at again before a writer repairs it: the
+/// moment between one writer's close and another's open that shows a clean file so.
+const UNCLEAN_GRACE: Duration = Duration::from_millis(200);
+
+/// Times a read-only open lets a read-write open finish a file before it gives up.
+const FINISH_ATTEMPTS: u32 = 3;
+
 /// How to open the file.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -111,11 +121,14 @@ pub struct Store {
     db: Engine,
     path: PathBuf,
     quick_repair: bool,
+    busy_timeout: Duration,
 }
 
-/// The redb handle: read-write (exclusive), or read-only (shared with other readers).
+/// The redb handle: read-write or read-only, both in redb's multi-writer mode (see the module
+/// doc).
 enum Engine {
-    ReadWrite(redb::Database),
+    /// In an `Arc`: a write that waits for another process's waits on a thread of its own.
+    ReadWrite(Arc<redb::Database>),
     ReadOnly(redb::ReadOnlyDatabase),
 }
 
@@ -135,9 +148,35 @@ impl Engine {
         }
     }
 
-    fn begin_write(&self, path: &Path) -> Result<redb::WriteTransaction, Error> {
-        Ok(self.writable(path)?.begin_write()?)
+    /// A write transaction, once no other one (of this process or another) is open, waiting
+    /// up to `timeout`; then [`Error::Busy`].
+    ///
+    /// The wait is redb's blocking `begin_write`, in the kernel's queue for the file's writer
+    /// lock, on a thread of its own so that it can be given up: polling `try_begin_write`
+    /// would almost never find the lock free between two batches of an import, which begins
+    /// the next transaction as soon as it commits one. A transaction the thread gets after the
+    /// timeout is aborted.
+    fn begin_write(&self, path: &Path, timeout: Duration) -> Result<redb::WriteTransaction, Error> {
+        let Engine::ReadWrite(db) = self else {
+            return Err(Error::ReadOnly { path: path.to_path_buf() });
+        };
+        match db.try_begin_write() {
+            Ok(txn) => return Ok(txn),
+            Err(redb::TransactionError::WouldBlock) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let db = Arc::clone(db);
+        // A transaction the thread gets after the timeout is dropped there: aborted.
+        Ok(wait_on_thread(path, timeout, move || db.begin_write())??)
     }
+}
+
+/// The redb builder of every open: the page cache, and the multi-writer mode, which every
+/// process that opens the file must use.
+fn builder(options: &StoreOptions) -> redb::Builder {
+    let mut builder = redb::Database::builder();
+    builder.set_cache_size(options.cache_bytes).set_concurrency_mode(redb::ConcurrencyMode::MultiWriter);
+    builder
 }
 
 /// What a look at an existing file without modifying it found.
@@ -185,7 +224,7 @@ impl Store {
             Ok(m) if m.len() == 0 => return Err(unknown()),
             Ok(_) => {}
         }
-        let mut finished = false;
+        let mut finished = 0;
         loop {
             let unfinished = match look(path, options)? {
                 Look::Empty => return Err(unknown()),
@@ -195,20 +234,22 @@ impl Store {
                     let evidence = txn.list_tables()?.any(|t| redb::TableHandle::name(&t) == "evidence");
                     let runs = has_rows(&txn, RUNS)? || has_rows(&txn, RUN_FILES)?;
                     drop(txn);
-                    if evidence && !runs {
-                        let db = Engine::ReadOnly(db);
-                        return Ok(Store { db, path: path.to_path_buf(), quick_repair: options.quick_repair });
+                    // Runs of a live import (it holds the lock) are its to merge: read as is.
+                    // A lock file this user cannot open leaves them too.
+                    let interrupted = runs && IndexLock::try_exclusive(path).is_ok_and(|lock| lock.is_some());
+                    if evidence && !interrupted {
+                        return Ok(Store::new(Engine::ReadOnly(db), path, options));
                     }
-                    if runs { "an import was interrupted" } else { "it has no evidence tables yet" }
+                    if interrupted { "an import was interrupted" } else { "it has no evidence tables yet" }
                 }
             };
-            if finished {
-                // Another writer left it unfinished again in between: it is in use, retry.
+            if finished == FINISH_ATTEMPTS {
+                // Other writers left it unfinished again each time: it is in use, retry.
                 return Err(Error::Busy { path: path.to_path_buf(), waited: Duration::ZERO });
             }
             log::info!("{}: {unfinished}; finishing it before reading it", path.display());
             drop(Store::open(path, options)?);
-            finished = true;
+            finished += 1;
         }
     }
 
@@ -229,22 +270,45 @@ impl Store {
             // Look before writing: opening read-write changes a redb file even if it is not ours.
             check_existing(path, options)?;
         }
-        let db = with_busy_wait(path, options.busy_timeout, || {
-            redb::Database::builder().set_cache_size(options.cache_bytes).create(path)
-        })?;
-        let store = Store { db: Engine::ReadWrite(db), path: path.to_path_buf(), quick_repair: options.quick_repair };
+        let db = open_writer(path, options)?;
+        let store = Store::new(Engine::ReadWrite(Arc::new(db)), path, options);
         store.check_or_initialize()?;
-        store.merge_interrupted_runs()?;
+        store.merge_interrupted_runs(None)?;
         Ok(store)
     }
 
-    /// Merges the runs an import killed before its end left (see [`runs`]): readers never
-    /// see the postings of runs, so this comes before anything else uses the index. Removes a
-    /// run file no recorded run refers to.
-    fn merge_interrupted_runs(&self) -> Result<(), Error> {
+    fn new(db: Engine, path: &Path, options: &StoreOptions) -> Store {
+        Store {
+            db,
+            path: path.to_path_buf(),
+            quick_repair: options.quick_repair,
+            busy_timeout: options.busy_timeout,
+        }
+    }
+
+    /// Merges the runs an import that was killed before its end left (see [`runs`]) — those
+    /// of no live import: `held` is the index lock held exclusively, else it is tried here,
+    /// and while an import holds it, its runs are left to it. Readers do not see the postings
+    /// of runs, so a writer does this when it opens the index. Removes a run file no recorded
+    /// run refers to.
+    pub fn merge_interrupted_runs(&self, held: Option<&IndexLock>) -> Result<(), Error> {
         let txn = self.db.begin_read()?;
         let left = has_rows(&txn, RUNS)? || has_rows(&txn, RUN_FILES)?;
+        let file = run_file::path_of(&self.path).exists();
         drop(txn);
+        if !left && !file {
+            return Ok(());
+        }
+        let taken = match held {
+            Some(_) => None,
+            None => match IndexLock::try_exclusive(&self.path)? {
+                Some(lock) => Some(lock),
+                None => {
+                    log::debug!("{}: an import is writing runs; they are its to merge", self.path.display());
+                    return Ok(());
+                }
+            },
+        };
         if left {
             log::warn!("{}: merging the postings of an interrupted import", self.path.display());
             let merged = self.merge_runs()?;
@@ -254,77 +318,65 @@ impl Store {
                 merged.lists,
                 merged.chunks
             );
-        } else {
-            self.remove_run_file();
         }
-        Ok(())
+        self.remove_run_file(held.or(taken.as_ref()))
     }
 
-    /// Appends the postings of an import's runs to the posting lists and forgets the runs, in
-    /// one durable transaction (see the `runs` module), then removes the run file.
-    ///
-    /// A second thread reads the runs while this one stores the lists (reading them was the
-    /// larger half of the work), through a read transaction begun once the write one holds
-    /// the index: both see the same runs.
+    /// Removes the run file if no import can be using it: when no process holds the index
+    /// lock (or `held`, this one's exclusive hold of it) and no recorded run refers to it.
+    /// An import ends with this once it has merged its runs and let go of its shared hold.
+    pub fn remove_unused_run_file(&self) -> Result<(), Error> {
+        if !run_file::path_of(&self.path).exists() {
+            return Ok(());
+        }
+        match IndexLock::try_exclusive(&self.path)? {
+            Some(lock) => self.remove_run_file(Some(&lock)),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends the postings of the recorded runs to the posting lists and forgets the runs, in
+    /// one durable transaction (see the `runs` module); also those of the `posting_runs` table
+    /// an older build left.
     pub fn merge_runs(&self) -> Result<Merged, Error> {
-        let mut txn = self.db.begin_write(&self.path)?;
+        let read = self.db.begin_read()?;
+        if !has_rows(&read, RUNS)? {
+            drop(read);
+            return self.write(|view| view.merge_runs());
+        }
+        let mut txn = self.db.begin_write(&self.path, self.busy_timeout)?;
+        // Begun once the write transaction holds the index: both see the same runs.
         let read = self.db.begin_read()?;
         txn.set_quick_repair(self.quick_repair);
-        let in_table = has_rows(&read, RUNS)?;
-        let file = run_file::path_of(&self.path);
         let mut spans = Vec::new();
         for entry in txn.open_table(RUN_FILES)?.iter()? {
             let (run, span) = entry?;
             spans.push((run.value(), run_file::RunSpan::from_row(span.value())));
         }
-        if !in_table && spans.is_empty() {
-            drop(txn);
-            self.remove_run_file();
-            return Ok(Merged::default());
-        }
-        let mut postings = txn.open_table(POSTINGS)?;
-        let (read, stored) = std::thread::scope(|scope| {
-            let (sender, receiver) = std::sync::mpsc::sync_channel(4);
-            let reader = scope.spawn(move || {
-                let table = if in_table { Some(read.open_table(RUNS)?) } else { None };
-                // The table's runs are older than the file's: a build that writes the file
-                // merges the table's when it opens the index, before it imports anything.
-                let mut cursors = match &table {
-                    Some(table) => runs::RunCursor::table_runs(table)?,
-                    None => Vec::new(),
-                };
-                let side_by_side = spans.len();
-                for (run, span) in spans {
-                    let reader = run_file::RunReader::open(&file, run, span, side_by_side)?;
-                    cursors.push(runs::RunCursor::File(reader));
-                }
-                runs::read_lists(cursors, |lists| sender.send(lists).is_ok())
-            });
-            let stored = runs::store_lists(&mut postings, receiver.iter());
-            drop(receiver); // a reader still sending stops
-            // A panic while reading goes on where it would have on this thread.
-            (reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), stored)
-        });
-        let (runs, (lists, chunks)) = (read?, stored?);
-        drop(postings);
-        if in_table {
-            txn.delete_table(RUNS)?;
-        }
+        let file = run_file::path_of(&self.path);
+        let merged = runs::merge_into(&mut txn.open_table(POSTINGS)?, Some(read), spans, &file)?;
+        txn.delete_table(RUNS)?;
         txn.delete_table(RUN_FILES)?;
         txn.commit()?;
-        self.remove_run_file();
-        Ok(Merged { runs, lists, chunks })
+        Ok(merged)
     }
 
-    /// Removes the run file, if there is one: no recorded run refers to it any more. A file
-    /// that stays (a failure to remove it) is cut to size by the next import's first run.
-    fn remove_run_file(&self) {
+    /// Removes the run file if no recorded run refers to it. `_held` proves that no import is
+    /// writing runs: an import holds the index lock shared while it does. A file that stays
+    /// (a failure to remove it) is cut to size by the next import's first run.
+    fn remove_run_file(&self, _held: Option<&IndexLock>) -> Result<(), Error> {
+        let txn = self.db.begin_read()?;
+        if has_rows(&txn, RUN_FILES)? {
+            return Ok(());
+        }
+        drop(txn);
         let path = run_file::path_of(&self.path);
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => log::warn!("cannot remove {}: {e}", path.display()),
         }
+        Ok(())
     }
 
     fn check_or_initialize(&self) -> Result<(), Error> {
@@ -340,7 +392,7 @@ impl Store {
                 drop(txn);
                 if !has_evidence {
                     // An index made before evidence existed: the same format plus four tables.
-                    let txn = self.db.begin_write(&self.path)?;
+                    let txn = self.db.begin_write(&self.path, self.busy_timeout)?;
                     create_evidence_tables(&txn)?;
                     txn.commit()?;
                 }
@@ -361,9 +413,15 @@ impl Store {
     }
 
     fn initialize(&self) -> Result<(), Error> {
-        let txn = self.db.begin_write(&self.path)?;
+        let txn = self.db.begin_write(&self.path, self.busy_timeout)?;
         {
             let mut meta = txn.open_table(META)?;
+            if meta.get(META_KEY)?.is_some() {
+                // Another process created the index since this one looked.
+                drop(meta);
+                txn.abort()?;
+                return self.check_or_initialize();
+            }
             let bytes = postcard::to_allocvec(&format::new_meta()).map_err(|e| corrupt("new meta", e))?;
             meta.insert(META_KEY, bytes.as_slice())?;
             txn.open_table(SESSION_NAMES)?;
@@ -408,7 +466,7 @@ impl Store {
                 evidence_refs: txn.open_table(EVIDENCE_REFS)?,
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS)?,
                 evidence_terms: txn.open_table(EVIDENCE_TERMS)?,
-                runs: (),
+                runs: has_rows(&txn, RUN_FILES)? || has_rows(&txn, RUNS)?,
             },
         )
     }
@@ -426,7 +484,7 @@ impl Store {
         &self,
         f: impl FnOnce(&mut View<WriteSource<'_>>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let mut txn = self.db.begin_write(&self.path)?;
+        let mut txn = self.db.begin_write(&self.path, self.busy_timeout)?;
         txn.set_quick_repair(self.quick_repair);
         let result = {
             let tables = Tables {
@@ -467,7 +525,7 @@ impl Store {
     /// whose pages leave less than [`REWRITE_UNUSED_SHARE`] of their bytes unused (one already
     /// rewritten, say) is left as it is: then `progress(0, 0)` and 0 chunks.
     pub fn rewrite_postings_in_key_order(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<u64, Error> {
-        let mut txn = self.db.begin_write(&self.path)?;
+        let mut txn = self.db.begin_write(&self.path, self.busy_timeout)?;
         txn.set_quick_repair(self.quick_repair);
         let total = {
             let old = txn.open_table(POSTINGS)?;
@@ -500,11 +558,26 @@ impl Store {
     }
 
     /// Compacts the file (redb `Database::compact`): moves pages down and truncates the free
-    /// space at the end. Returns true if anything moved. Needs no open transaction.
-    pub fn compact(&mut self) -> Result<bool, Error> {
-        match &mut self.db {
-            Engine::ReadWrite(db) => Ok(db.compact().map_err(redb::Error::from)?),
-            Engine::ReadOnly(_) => Err(Error::ReadOnly { path: self.path.clone() }),
+    /// space at the end. Returns true if anything moved. Needs no open transaction in any
+    /// process: while another has one, it tries again, up to `timeout`, then fails
+    /// [`Error::Busy`]. While it runs, the other processes' transactions wait for it.
+    pub fn compact(&mut self, timeout: Duration) -> Result<bool, Error> {
+        let path = self.path.clone();
+        let Engine::ReadWrite(db) = &mut self.db else { return Err(Error::ReadOnly { path }) };
+        // A write of this store that gave up waiting still holds the handle until it ends.
+        let db = Arc::get_mut(db).ok_or_else(|| Error::Busy { path: path.clone(), waited: Duration::ZERO })?;
+        let started = Instant::now();
+        loop {
+            match db.compact() {
+                Ok(moved) => return Ok(moved),
+                Err(redb::CompactionError::TransactionInProgress) if started.elapsed() < timeout => {
+                    std::thread::sleep(BUSY_RETRY);
+                }
+                Err(redb::CompactionError::TransactionInProgress) => {
+                    return Err(Error::Busy { path, waited: started.elapsed() });
+                }
+                Err(e) => return Err(redb::Error::from(e).into()),
+            }
         }
     }
 
@@ -590,16 +663,22 @@ fn look(path: &Path, options: &StoreOptions) -> Result<Look, Error> {
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(not_ours()),
         Err(source) => return Err(Error::Io { path: path.to_path_buf(), source }),
     }
-    let db = with_busy_wait(path, options.busy_timeout, || {
-        match redb::Database::builder().set_cache_size(options.cache_bytes).open_read_only(path) {
-            // Not closed cleanly (a process was killed with the file open): a read-only open
-            // cannot repair it. The read-write open that follows repairs it, then checks that
-            // it is an index.
+    let started = Instant::now();
+    let db = loop {
+        let db = with_busy_wait(path, options.busy_timeout, || match builder(options).open_read_only(path) {
+            // Marked unrepaired with no live writer holding it consistent: a process was
+            // killed with the file open, or, for a moment, the last writer closed while
+            // another was opening. A read-only open cannot repair it; the read-write open that
+            // follows does, then checks that it is an index.
             Err(redb::DatabaseError::RepairAborted) => Ok(None),
             other => other.map(Some),
+        })?;
+        match db {
+            Some(db) => break db,
+            None if started.elapsed() < UNCLEAN_GRACE => std::thread::sleep(UNCLEAN_GRACE / 20),
+            None => return Ok(Look::Unclean),
         }
-    })?;
-    let Some(db) = db else { return Ok(Look::Unclean) };
+    };
     let txn = db.begin_read()?;
     match txn.open_table(META) {
         Ok(table) => {
@@ -615,6 +694,54 @@ fn look(path: &Path, options: &StoreOptions) -> Result<Look, Error> {
             Err(not_ours())
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Opens the file read-write, waiting up to the busy timeout: for a process that holds it
+/// whole (a maintenance job, an older ctxgate), and for another process's write transaction,
+/// which a read-write open waits for (redb takes the writer lock to load the allocator
+/// state). The wait runs on a thread of its own so that it can be given up; a database it
+/// opens after that is closed again.
+fn open_writer(path: &Path, options: &StoreOptions) -> Result<redb::Database, Error> {
+    let (owned, options) = (path.to_path_buf(), options.clone());
+    // A little past the timeout: a wait for a process that holds the file ends on its own.
+    let timeout = options.busy_timeout + BUSY_RETRY * 2;
+    wait_on_thread(path, timeout, move || {
+        with_busy_wait(&owned, options.busy_timeout, || builder(&options).create(&owned))
+    })?
+}
+
+/// Runs `work`, which may block on another process's lock, on a thread of its own, and gives
+/// up on it after `timeout`: [`Error::Busy`]. What it returns after that is dropped on its
+/// thread. A panic in `work` (redb's, on a damaged file) goes on on this thread, where the
+/// callers catch it.
+fn wait_on_thread<T: Send + 'static>(
+    path: &Path,
+    timeout: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    let started = Instant::now();
+    let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+    let thread = std::thread::Builder::new()
+        .name("ctxgate-wait".into())
+        .spawn(move || {
+            let _ = sender.send(work());
+        })
+        .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    match receiver.recv_timeout(timeout) {
+        Ok(done) => {
+            // It ends right after sending; joined, it has dropped what it held (the handle a
+            // compaction needs alone).
+            let _ = thread.join();
+            Ok(done)
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => match thread.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => Err(Error::bug("a waiting thread ended without an answer")),
+        },
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            Err(Error::Busy { path: path.to_path_buf(), waited: started.elapsed() })
+        }
     }
 }
 

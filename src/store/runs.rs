@@ -269,6 +269,43 @@ pub(super) struct Lists {
 /// cross many stretches).
 const LISTS_BYTES: usize = if cfg!(test) { 256 } else { 1 << 20 };
 
+/// Appends the postings of the runs recorded in `spans` of the run `file` (after those of the
+/// `posting_runs` table of `legacy`, when given) to `postings`, and returns what it did. The
+/// caller forgets the runs in the same transaction.
+///
+/// A second thread reads the runs while this one stores the lists (reading them was the
+/// larger half of the work).
+pub(super) fn merge_into(
+    postings: &mut PostingsTable<'_>,
+    legacy: Option<redb::ReadTransaction>,
+    spans: Vec<(u32, RunSpan)>,
+    file: &std::path::Path,
+) -> Result<Merged, Error> {
+    let (read, stored) = std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(4);
+        let reader = scope.spawn(move || {
+            let table = legacy.map(|read| read.open_table(super::tables::RUNS)).transpose()?;
+            // The table's runs are older than the file's: a build that writes the file merges
+            // the table's when it opens the index, before it imports anything.
+            let mut cursors = match &table {
+                Some(table) => RunCursor::table_runs(table)?,
+                None => Vec::new(),
+            };
+            let side_by_side = spans.len();
+            for (run, span) in spans {
+                cursors.push(RunCursor::File(RunReader::open(file, run, span, side_by_side)?));
+            }
+            read_lists(cursors, |lists| sender.send(lists).is_ok())
+        });
+        let stored = store_lists(postings, receiver.iter());
+        drop(receiver); // a reader still sending stops
+        // A panic while reading goes on where it would have on this thread.
+        (reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), stored)
+    });
+    let (runs, (lists, chunks)) = (read?, stored?);
+    Ok(Merged { runs, lists, chunks })
+}
+
 /// Reads every run side by side (`runs` in the order they were written), in anchor order and
 /// each session's pieces in the order of their runs, and hands the lists on a stretch at a
 /// time. `hand_on` returns false when the receiving side has stopped. Returns the number of
@@ -353,7 +390,10 @@ mod tests {
     use super::super::grouped::{Grouped, NewBlock};
     use super::super::records::{ForwardRecord, GateRecord, TurnRecord};
     use super::super::tables::{RUN_FILES, RUNS};
-    use super::super::{FoldTarget, PendingRow, Store, StoreOptions, View, WriteSource, block_key, run_file};
+    use super::super::{
+        FoldTarget, IndexLock, PendingRow, Store, StoreOptions, View, WriteSource, block_key, run_file,
+    };
+    use std::time::Duration;
     use super::*;
     use redb::ReadableTableMetadata;
     use std::collections::BTreeSet;
@@ -414,6 +454,9 @@ mod tests {
     /// postings into the lists or into a run.
     fn write_batch(store: &Store, turns: &[Turn], into_run: bool) -> Result<(), Error> {
         store.write(|view| {
+            if !into_run {
+                view.fold()?; // as the importer does: turns added one at a time go first
+            }
             let (grouped, blocks) = put_to_fold(view, turns)?;
             if into_run {
                 let run = view.next_run()?.write(&grouped, &blocks)?;
@@ -493,7 +536,13 @@ mod tests {
         let merged = runs.merge_runs()?;
         assert_eq!(merged.runs, batches.len() as u32);
         assert_eq!(runs_left(&runs)?, 0);
-        assert!(!file.exists(), "the merge removes the run file");
+        // Removed once no import holds the index lock.
+        let import = IndexLock::shared(runs.path(), Duration::ZERO)?;
+        runs.remove_unused_run_file()?;
+        assert!(file.exists(), "an import still running may append to it");
+        drop(import);
+        runs.remove_unused_run_file()?;
+        assert!(!file.exists(), "no import left to use it");
         let expected = lists(&folded)?;
         assert_eq!(lists(&runs)?, expected);
         assert!(expected.iter().any(|(_, _, list)| list.len() > 300), "a list longer than a chunk");
@@ -520,20 +569,84 @@ mod tests {
         let (before, batches) = history();
         let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs, runs } =
             folded_and_runs(&before, &batches[..2])?;
+        drop(runs); // closed without a merge, as a killed import leaves it
         {
-            // A fold into the lists now would put postings before older ones in the runs, and
-            // a merge after removing a session would bring its postings back.
-            assert!(write_batch(&runs, &batches[2], false).is_err());
-            assert!(runs.write(|view| view.remove_sessions(&[1], |_| (0, 0))).is_err());
-            drop(runs); // closed without a merge, as a killed import leaves it
+            // While the import that wrote them may be alive (it holds the lock shared), an
+            // open leaves them to it.
+            let import = IndexLock::shared(&dir_runs.path().join("index.redb"), Duration::ZERO)?;
+            let opened = temp_store(&dir_runs)?;
+            assert_eq!(runs_left(&opened)?, 2);
+            drop(import);
         }
         let reopened = temp_store(&dir_runs)?;
         assert_eq!(runs_left(&reopened)?, 0);
+        assert!(!run_file::path_of(&dir_runs.path().join("index.redb")).exists());
         assert_eq!(lists(&reopened)?, lists(&folded)?);
         // And the lists go on from there.
         write_batch(&folded, &batches[2], false)?;
         write_batch(&reopened, &batches[2], false)?;
         assert_eq!(lists(&reopened)?, lists(&folded)?);
+        Ok(())
+    }
+
+    #[test]
+    fn a_write_to_the_lists_merges_waiting_runs_first() -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs: _dir_runs, runs } =
+            folded_and_runs(&before, &batches[..2])?;
+        // Into the lists, batch 2 must go after the postings of batches 0 and 1 in the runs.
+        write_batch(&folded, &batches[2], false)?;
+        write_batch(&runs, &batches[2], false)?;
+        assert_eq!(runs_left(&runs)?, 0);
+        assert_eq!(lists(&runs)?, lists(&folded)?);
+        // Removing a session after writing runs: merged first, its postings go with the rest.
+        let more: Vec<Turn> = (350..400).map(|t| (1, t, anchors(1, t))).collect();
+        write_batch(&runs, &more, true)?;
+        runs.write(|view| view.remove_sessions(&[1], |_| (0, 0)))?;
+        assert_eq!(runs_left(&runs)?, 0);
+        runs.read()?.for_each_chunk(|_, session, _, _| {
+            assert_ne!(session, 1, "a chunk of the removed session");
+            true
+        })?;
+        Ok(())
+    }
+
+    #[test]
+    fn turns_added_while_runs_wait_stay_pending_beside_the_next_run() -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs: _dir_runs, runs } =
+            folded_and_runs(&before, &batches[..1])?;
+        // Another writer adds turns to session 3 (logged, pending) while the import runs.
+        let added: Vec<Turn> = (50..60).map(|t| (3, t, anchors(3, t))).collect();
+        for store in [&folded, &runs] {
+            store.write(|view| -> Result<(), Error> {
+                for (session, turn, hashes) in &added {
+                    let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
+                    let forward = ForwardRecord { len_user: hashes.len() as u32, len_assistant: 0, entries };
+                    let record = TurnRecord {
+                        user: "u".into(),
+                        assistant: "a".into(),
+                        gate: GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None },
+                        segment_start: 0,
+                        time: None,
+                        tools: vec![],
+                    };
+                    view.put_turn(*session, *turn, &record, forward, PendingRow::Logged)?;
+                }
+                view.fold_if_due()
+            })?;
+        }
+        assert_eq!(runs.read()?.pending().len(), added.len(), "runs wait: no fold");
+        // The import's next batch goes to a run; the added turns stay pending, and recall sees
+        // the same frequencies and N as in the index that folded everything.
+        write_batch(&runs, &batches[1], true)?;
+        write_batch(&folded, &batches[1], false)?;
+        assert_eq!(runs.read()?.pending().len(), added.len());
+        assert_eq!(runs.read()?.corpus_stats(), folded.read()?.corpus_stats());
+        runs.merge_runs()?;
+        runs.write(|view| view.fold())?;
+        folded.write(|view| view.fold())?;
+        assert_eq!(lists(&runs)?, lists(&folded)?);
         Ok(())
     }
 
@@ -546,7 +659,7 @@ mod tests {
         {
             // Moved from the file to `posting_runs`, keyed as such a build wrote them.
             let file = run_file::path_of(&dir_runs.path().join("index.redb"));
-            let txn = runs.db.begin_write(&runs.path)?;
+            let txn = runs.db.begin_write(&runs.path, runs.busy_timeout)?;
             {
                 let spans: Vec<(u32, run_file::RunSpan)> = (txn.open_table(RUN_FILES)?.iter()?)
                     .map(|e| e.map(|(run, span)| (run.value(), run_file::RunSpan::from_row(span.value()))))

@@ -42,7 +42,7 @@ use crate::gatekeeper::Gatekeeper;
 use crate::import::tool_evidence::{self, FailedToolOutput, ToolOutput};
 use crate::import::turns::{Conversation, ParsedTurn, Skipped};
 use crate::import::{self, Format, FoundFile, formats, jsonl};
-use batch::Writer;
+use batch::{Destination, Writer};
 use plan::Continuation;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -205,6 +205,8 @@ struct Plan {
     title: Option<String>,
     turns: Vec<ParsedTurn>,
     existing: u64,
+    /// The turn id the first new turn takes.
+    first_turn: u32,
     held_back: u64,
     /// Tool results of every turn of the file for this session, existing ones included.
     tool_outputs: Vec<ToolOutput>,
@@ -301,7 +303,10 @@ pub(crate) fn import_files(
 fn is_file_error(error: &crate::Error) -> bool {
     matches!(
         error,
-        crate::Error::Import(_) | crate::Error::Conflict { .. } | crate::Error::InvalidInput { .. }
+        crate::Error::Import(_)
+            | crate::Error::Conflict { .. }
+            | crate::Error::Raced { .. }
+            | crate::Error::InvalidInput { .. }
     )
 }
 
@@ -352,7 +357,6 @@ fn import_as(
     }
     let parsed = import::read_file(path, format, options.skip_invalid)?;
     let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
-    let source = path.display().to_string();
     let mut sessions = Vec::new();
     let mut new_turns = 0;
     let mut existing_turns = 0;
@@ -371,7 +375,7 @@ fn import_as(
         });
         new_turns += plan.turns.len() as u64;
         existing_turns += plan.existing;
-        destinations.push((plan.session, plan.title));
+        destinations.push(Destination { name: plan.session, title: plan.title, first_turn: plan.first_turn });
         turns.extend(plan.turns.into_iter().map(|t| (i, t)));
     }
     let mut turns = turns.into_iter();
@@ -379,7 +383,7 @@ fn import_as(
         let batch: Vec<_> = turns.by_ref().take(BATCH_TURNS).collect();
         (!batch.is_empty()).then_some(Ok(batch))
     });
-    Writer::new(gatekeeper, source, destinations).write_all(batches)?;
+    Writer::new(gatekeeper, path, destinations).write_all(batches)?;
     // After the turns, in transactions of their own: a crash in between leaves the turns, and
     // importing the file again stores the outputs (those of turns already there included).
     let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
@@ -419,6 +423,7 @@ fn plan(
                 title: conversation.title,
                 turns: conversation.turns,
                 existing: 0,
+                first_turn: 0,
                 held_back: 0,
                 tool_outputs: Vec::new(),
             }),
@@ -440,6 +445,7 @@ fn plan(
         }
         let existing = continuation.existing();
         plan.existing = existing as u64;
+        plan.first_turn = continuation.offset() + existing as u32;
         plan.tool_outputs = tool_evidence::outputs_of(&plan.session, continuation.offset(), &plan.turns);
         continuation.advance(offsets);
         plan.turns.drain(..existing);

@@ -6,7 +6,7 @@
 //! new turns to the writer a batch at a time. Per-session counters are the only state kept
 //! across lines. The file must not change between the two passes.
 
-use super::batch::{BATCH_TURNS, Batch, Writer};
+use super::batch::{BATCH_TURNS, Batch, Destination, Writer};
 use super::plan::Continuation;
 use super::{FileReport, FileStatus, ImportOptions, SessionReport};
 use crate::error::Result;
@@ -96,7 +96,13 @@ pub(super) fn import(
     let existing: Vec<usize> = plans.iter().map(Continuation::existing).collect();
     let first_turns: Vec<u32> = plans.iter().map(Continuation::offset).collect();
     let names: Vec<String> = plans.iter().map(|p| p.name.clone()).collect();
-    let destinations: Vec<(String, Option<String>)> = names.iter().map(|n| (n.clone(), None)).collect();
+    let destinations = (plans.iter().zip(&existing))
+        .map(|(plan, &existing)| Destination {
+            name: plan.name.clone(),
+            title: None,
+            first_turn: plan.offset() + existing as u32,
+        })
+        .collect();
     let plan_of_pass3 = plan_of.clone();
     let lines = ParsedLines::open(path)?;
     let mut seen = vec![0usize; plans.len()];
@@ -128,7 +134,7 @@ pub(super) fn import(
         }
         (!batch.is_empty()).then_some(Ok(batch))
     });
-    Writer::new(gatekeeper, path.display().to_string(), destinations).write_all(batches)?;
+    Writer::new(gatekeeper, path, destinations).write_all(batches)?;
     // Pass 3, after the turns (as for every format): the tool results lines carry (`export`
     // writes the stored ones), those of turns already there included.
     let outputs = if options.evidence && has_results {

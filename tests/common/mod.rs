@@ -361,3 +361,45 @@ pub fn add_topics(env: &TestEnv, session: &str) -> TestResult {
 
 /// Helpers for `ctxgate serve` over MCP.
 pub mod mcp;
+
+/// Another writer in the middle of a write transaction, as an import is during each batch:
+/// holds the index's write lock until dropped. Opening the index never waits; writes wait
+/// for this one, reads do not.
+pub struct WriteHold {
+    release: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WriteHold {
+    /// Begins a write transaction on the index at `db` (created if missing) and holds it.
+    pub fn begin(db: &Path) -> TestResult<WriteHold> {
+        use ctxgate::store::{Error, Store, StoreOptions};
+        let options = StoreOptions {
+            cache_bytes: 1 << 20,
+            busy_timeout: std::time::Duration::from_secs(10),
+            quick_repair: true,
+        };
+        let store = Store::open(db, &options)?;
+        let (began, began_rx) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let held = store.write(|_view| -> Result<(), Error> {
+                let _ = began.send(());
+                let _ = release_rx.recv();
+                Ok(())
+            });
+            held.expect("the held write transaction commits");
+        });
+        began_rx.recv_timeout(std::time::Duration::from_secs(10))?;
+        Ok(WriteHold { release: Some(release), thread: Some(thread) })
+    }
+}
+
+impl Drop for WriteHold {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

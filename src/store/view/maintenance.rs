@@ -83,8 +83,8 @@ impl View<WriteSource<'_>> {
         if ids.is_empty() {
             return Ok(removed);
         }
-        // A merge after this would bring back the postings of removed sessions.
-        self.refuse_while_runs_wait()?;
+        // The runs may hold postings of these sessions: merged first, they go with the rest.
+        self.merge_runs()?;
         let doomed: std::collections::BTreeSet<u32> = ids.iter().copied().collect();
         let mut folded = FoldedTotals::default();
         for &id in &doomed {

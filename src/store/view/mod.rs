@@ -15,8 +15,8 @@ use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::lists::ListWriter;
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
-use super::run_file;
-use super::runs::{NextRun, WrittenRun};
+use super::run_file::{self, RunSpan};
+use super::runs::{self, Merged, NextRun, WrittenRun};
 use super::sorted;
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
@@ -63,7 +63,8 @@ impl Source for ReadSource {
     type EvidenceRefs = ReadOnlyTable<&'static str, u32>;
     type EvidencePostings = ReadOnlyTable<(u64, u32), (u32, u32)>;
     type EvidenceTerms = ReadOnlyTable<u64, u32>;
-    type Runs = ();
+    /// Whether an import's runs wait in the snapshot ([`View::import_running`]).
+    type Runs = bool;
 }
 
 /// Tables of a write transaction.

@@ -51,6 +51,24 @@ impl PendingBlocks {
         }
     }
 
+    /// Takes the turns of `keys` (ascending) out, leaving the others; `None` unless every key
+    /// is a pending turn. The rest counts its frequencies from its blocks.
+    pub(super) fn split_off(&mut self, keys: &[u64]) -> Option<PendingBlocks> {
+        let mut taken = PendingBlocks { uncounted: true, ..PendingBlocks::default() };
+        let mut rest = PendingBlocks { uncounted: true, ..PendingBlocks::default() };
+        let mut keys = keys.iter().peekable();
+        for (key, forward) in std::mem::take(&mut self.blocks) {
+            if keys.next_if_eq(&&key).is_some() {
+                taken.insert(key, forward);
+            } else {
+                rest.insert(key, forward);
+            }
+        }
+        let all_found = keys.next().is_none();
+        *self = rest;
+        all_found.then_some(taken)
+    }
+
     /// Pending turns with the anchor `hash`.
     pub(super) fn df(&self, hash: u64) -> u64 {
         if self.uncounted {

@@ -144,3 +144,11 @@ impl<S: Source> View<S> {
         Ok(())
     }
 }
+
+impl View<ReadSource> {
+    /// Whether an import's runs waited to be merged when this snapshot was taken: their turns
+    /// are stored, counted in N and the document frequencies, but not in the posting lists yet.
+    pub fn import_running(&self) -> bool {
+        self.tables.runs
+    }
+}

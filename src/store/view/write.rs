@@ -52,9 +52,46 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
-    /// Folds pending turns into postings once [`FOLD_BATCH`] of them are waiting.
+    /// Folds pending turns into postings once [`FOLD_BATCH`] of them are waiting, unless an
+    /// import's runs wait: their merge would make this turn's transaction take as long as a
+    /// batch of the import, and pending turns are read as they are. The import merges them
+    /// with its runs, or the first write after it folds them.
     pub fn fold_if_due(&mut self) -> Result<(), Error> {
-        if self.pending.blocks.len() >= FOLD_BATCH { self.fold() } else { Ok(()) }
+        if self.pending.blocks.len() >= FOLD_BATCH && !self.runs_wait()? { self.fold() } else { Ok(()) }
+    }
+
+    /// Whether an import's runs wait to be merged ([`View::merge_runs`]).
+    pub fn runs_wait(&self) -> Result<bool, Error> {
+        Ok(!self.tables.runs.is_empty()?)
+    }
+
+    /// Whether `runs` or more runs wait to be merged.
+    pub fn runs_wait_at_least(&self, runs: usize) -> Result<bool, Error> {
+        Ok(self.tables.runs.len()? >= runs as u64)
+    }
+
+    /// Appends the postings of the runs imports recorded to the lists and forgets the runs:
+    /// the import that writes them, every few batches and at its end, and any write that
+    /// appends to the lists while runs wait, first (a list's postings must stay in turn
+    /// order, and a run may hold earlier turns of the same list).
+    ///
+    /// The runs of an import still running may be merged by another process: its next run
+    /// then starts the run file again. Both happen only inside write transactions, one at a
+    /// time.
+    pub fn merge_runs(&mut self) -> Result<Merged, Error> {
+        let mut spans = Vec::new();
+        for entry in self.tables.runs.iter()? {
+            let (run, span) = entry?;
+            spans.push((run.value(), RunSpan::from_row(span.value())));
+        }
+        if spans.is_empty() {
+            return Ok(Merged::default());
+        }
+        let file = run_file::path_of(&self.path);
+        let merged = runs::merge_into(&mut self.tables.postings, None, spans, &file)?;
+        self.tables.runs.retain(|_, _| false)?;
+        log::debug!("merged {} runs into {} posting lists ({} chunks)", merged.runs, merged.lists, merged.chunks);
+        Ok(merged)
     }
 
     /// Folds every pending turn into the posting chunks and document frequencies.
@@ -98,7 +135,16 @@ impl View<WriteSource<'_>> {
         blocks: &[NewBlock],
         target: FoldTarget,
     ) -> Result<(), Error> {
-        let pending = std::mem::take(&mut self.pending);
+        let pending = match target {
+            FoldTarget::Postings => std::mem::take(&mut self.pending),
+            // Turns added one at a time while runs wait stay pending (`fold_if_due`): folded
+            // into the lists before the batch's run, they would need the runs merged first.
+            FoldTarget::Run(_) => {
+                let mut keys: Vec<u64> = blocks.iter().map(|b| b.key).collect();
+                keys.sort_unstable();
+                self.pending.split_off(&keys).ok_or_else(|| Error::bug("fold input: not pending turns"))?
+            }
+        };
         check_fold_input(&pending, grouped, blocks)?;
         let unlogged = std::mem::take(&mut self.unlogged);
         sorted::insert_new(&mut self.tables.turns, unlogged.iter().map(|(key, row)| (*key, row.as_slice())))?;
@@ -108,8 +154,8 @@ impl View<WriteSource<'_>> {
         }
         let lists = match target {
             FoldTarget::Postings => {
-                // Its lists would go before postings of earlier turns that wait in a run.
-                self.refuse_while_runs_wait()?;
+                // Else its lists would go before postings of earlier turns that wait in a run.
+                self.merge_runs()?;
                 self.fold_into_lists(&pending, grouped, blocks)?
             }
             FoldTarget::Run(run) => {
@@ -148,7 +194,10 @@ impl View<WriteSource<'_>> {
         // by one fold while the next batch of an import, which shares most of its anchors
         // with this one, finds them.
         *self.df_cache.get_mut().unwrap_or_else(PoisonError::into_inner) = new_df;
-        self.tables.pending.retain(|_, _| false)?;
+        if self.pending.is_empty() {
+            // The batch of a run has no rows there; the turns folded into the lists had them.
+            self.tables.pending.retain(|_, _| false)?;
+        }
         self.meta.folded_blocks += pending.blocks.len() as u64;
         self.meta.folded_len_user += pending.len_user;
         self.meta.folded_len_assistant += pending.len_assistant;
@@ -189,16 +238,6 @@ impl View<WriteSource<'_>> {
             })?;
         }
         Ok(lists)
-    }
-
-    /// Runs wait only inside an import, or after a merge that failed in a process still
-    /// running (the next open merges them): the lists are not whole until then.
-    pub(super) fn refuse_while_runs_wait(&self) -> Result<(), Error> {
-        if self.tables.runs.is_empty()? {
-            Ok(())
-        } else {
-            Err(corrupt("posting runs", "an import's runs are not merged yet; open the index again"))
-        }
     }
 
     /// Finishes a write view before its commit: folds the turns stored without a `pending` row
