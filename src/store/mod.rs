@@ -38,11 +38,14 @@
 //! write has in key order (a batch's turns, the merged chunks) go in through one redb cursor,
 //! a leaf at a time (module `sorted`).
 //!
-//! # Read-only opens
+//! # Sharing the file
+//! Every open uses redb's multi-writer mode (docs/DESIGN.md §6.10): any number of processes
+//! open the file at once, with one write transaction at a time among them.
 //! [`Store::open_read_only`] opens redb's `ReadOnlyDatabase`: nothing is created or written
 //! (a read-write open changes the file's header even when nothing is written, and its clean
-//! close commits), and other read-only opens share the file. Its writes fail
-//! [`Error::ReadOnly`].
+//! close commits), and it reads the last commit without waiting for a writer. Its writes fail
+//! [`Error::ReadOnly`]. A read-write open and a write transaction wait for another process's
+//! write transaction up to the busy timeout, then fail [`Error::Busy`].
 
 mod cursor;
 mod damage;

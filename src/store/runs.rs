@@ -18,10 +18,11 @@
 //! A list that spans runs keeps one chunk per run piece; `compact` packs such loose chunks.
 //!
 //! Everything but the postings is written by the batch itself: turns, document frequencies
-//! and N are exact after every commit. The postings of the runs are invisible to readers, so
-//! runs exist only inside an import, which holds the index alone; one left by a crash is
-//! merged when the index is next opened (`Store::open`), before anything reads it. Folding
-//! into the lists and removing sessions are refused while runs wait.
+//! and N are exact after every commit. Queries read the lists, not the runs: the import merges
+//! its runs every few batches and at its end (`write::batch::MERGE_RUNS`); a write that
+//! appends to the lists itself merges waiting runs first ([`super::View::merge_runs`]), and
+//! turns added one at a time stay pending meanwhile. Runs a killed import left are merged by
+//! the next writer that opens the index and finds no live import (`super::IndexLock`).
 
 use super::error::{Error, corrupt};
 use super::grouped::{Grouped, NewBlock, for_each_list};

@@ -6,7 +6,7 @@
 //! workers, leaving the extraction one; now the pool keeps both and the OS shares the cores
 //! among the three threads. A file longer than a batch writes each batch's postings as a run
 //! (encoded, written and synced by a fourth thread while the turns are gated and stored) and
-//! merges the runs into the lists at its end.
+//! merges the runs into the lists every [`MERGE_RUNS`] batches and at its end.
 //!
 //! Grouping a batch also counts, for each anchor of each turn, the turns of the batch before it
 //! that have it: the part of the gate's document frequencies the write view would otherwise
