@@ -58,6 +58,12 @@ impl Tokenizer {
         }
     }
 
+    /// Loads the encoding now, if it has one: a caller that will count soon (a hook process)
+    /// starts this on a thread of its own, beside its other work.
+    pub fn load(self) {
+        let _ = self.encoding();
+    }
+
     /// The encoding, loaded on first use and then kept for the process (`bpe-openai` holds each
     /// in a `LazyLock`: one deserialization, tens of milliseconds, never per call).
     fn encoding(self) -> Option<&'static bpe_openai::Tokenizer> {

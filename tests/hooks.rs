@@ -272,6 +272,53 @@ fn claude_code_prompt_gets_the_turn_that_answers_it_and_imports_only_new_turns()
     Ok(())
 }
 
+#[test]
+fn the_hook_counts_its_budget_in_o200k_tokens_by_default() -> TestResult {
+    use ctxgate::tokens::{TokenEstimator, Tokenizer};
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-0000000000aa", PROJECT);
+    for i in 0..12 {
+        transcript.turn(
+            &format!("How long should the Redis lock of nightly job {i} live, and who renews it?"),
+            &format!(
+                "Give job {i} the lock with SET ledger-lock-{i} <token> NX PX 45000. A heartbeat task renews \
+                 it every 15 seconds, and the job releases it with a compare-and-delete script when it ends."
+            ),
+        )?;
+    }
+    transcript.record("user", PROMPT)?;
+    let event = bytes(&transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT })));
+    let budget = 300;
+    let default =
+        expect_context(&hook(&db, "claude-code", &event, &["--budget", "300"])?, "UserPromptSubmit")?;
+    assert!(default.contains(ANSWER), "{default}");
+    assert!(Tokenizer::O200k.estimate(&default) <= budget, "{default}");
+    assert!(
+        Tokenizer::Chars.estimate(&default) > budget,
+        "the hook counted characters x 1.5, not o200k tokens: {default}"
+    );
+    // Told to count characters x 1.5, the same hook keeps to that count.
+    let chars_db = dir.path().join("chars.redb");
+    let run = ctxgate()
+        .arg("--db")
+        .arg(&chars_db)
+        .args(["--tokenizer", "chars", "hook", "claude-code", "--budget", "300"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().map(|mut stdin| stdin.write_all(&event)).transpose()?;
+            child.wait_with_output()
+        })?;
+    let run = HookRun { run: Run::from_output(run), elapsed: Duration::ZERO };
+    if let Some(chars) = context(&run, "UserPromptSubmit")? {
+        assert!(Tokenizer::Chars.estimate(&chars) <= budget, "{chars}");
+    }
+    Ok(())
+}
+
 /// The evidence refs of the index, from `evidence list --json`.
 fn evidence_refs(db: &Path) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let run = common::run_at(db, ["--json", "evidence", "list"])?.ok()?;
@@ -369,8 +416,9 @@ fn requests_that_do_not_fit_keep_the_first_and_the_latest() -> TestResult {
     let first = text.find("Request number 0:").ok_or("first")?;
     let latest = text.find("Request number 39:").ok_or("latest")?;
     assert!(first < latest, "{text}");
-    // chars × 1.5 is the index's estimator: the whole text fits the budget.
-    assert!(text.chars().count() as f64 * 1.5 <= 1500.0, "{} chars", text.chars().count());
+    // The hooks count in o200k tokens: the whole text fits the budget.
+    use ctxgate::tokens::{TokenEstimator, Tokenizer};
+    assert!(Tokenizer::O200k.estimate(&text) <= 1500, "{text}");
     Ok(())
 }
 

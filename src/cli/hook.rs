@@ -133,6 +133,10 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     let threads = global.threads;
     let evidence_root = global.evidence_root.clone();
     let budget = args.budget.max(1);
+    let tokenizer = global.tokenizer.unwrap_or(ctxgate::hook::HOOK_TOKENIZER);
+    // The encoding takes tens of milliseconds to load: beside reading the event, opening the
+    // index and importing the transcript, not after them.
+    let _ = std::thread::Builder::new().name("tokenizer".into()).spawn(move || tokenizer.load());
     let (sender, receiver) = std::sync::mpsc::channel();
     // The work runs on its own thread so that the hook can give up at the deadline: when this
     // function returns, the process exits and the thread with it (an unfinished write is a
@@ -140,7 +144,8 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     let spawned = std::thread::Builder::new().name("hook".into()).spawn(move || {
         let mut event_name = None;
         let result = ctxgate::catch_panic(&db, || {
-            work(&db, agent, threads, evidence_root, deadline, budget, &mut event_name)
+            let setup = Setup { threads, evidence_root, deadline, budget, tokenizer };
+            work(&db, agent, setup, &mut event_name)
         });
         let result = match result {
             Ok(result) => result,
@@ -182,16 +187,23 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     }
 }
 
-/// Reads the event, opens the index and handles the event.
-fn work(
-    db: &Path,
-    agent: Agent,
+/// How a hook process opens the index and sizes its context.
+struct Setup {
     threads: usize,
     evidence_root: Option<PathBuf>,
     deadline: Duration,
     budget: u32,
+    tokenizer: ctxgate::tokens::Tokenizer,
+}
+
+/// Reads the event, opens the index and handles the event.
+fn work(
+    db: &Path,
+    agent: Agent,
+    setup: Setup,
     event_name: &mut Option<String>,
 ) -> anyhow::Result<Option<Context>> {
+    let Setup { threads, evidence_root, deadline, budget, tokenizer } = setup;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
     let event = Event::parse(&input)?;
@@ -204,7 +216,8 @@ fn work(
     }
     // Waiting for a busy index past the deadline is pointless (the hook is gone by then); three
     // quarters of it leave time to report the busy index rather than only the deadline.
-    let options = Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, ..Options::default() };
+    let options =
+        Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, tokenizer, ..Options::default() };
     let gatekeeper = Gatekeeper::open(db, options)?;
     Ok(ctxgate::hook::handle(&gatekeeper, agent, &event, budget)?)
 }

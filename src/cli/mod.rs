@@ -70,9 +70,9 @@ pub struct Cli {
     /// Seconds to wait for another process to release the index
     #[arg(long, global = true, value_name = "SECS", default_value_t = 5.0)]
     busy_timeout: f64,
-    /// What budgets count: chars (characters × 1.5, the default) or an OpenAI encoding
-    #[arg(long, global = true, env = "CTXGATE_TOKENIZER", value_enum, default_value_t = TokenizerArg::Chars)]
-    tokenizer: TokenizerArg,
+    /// What budgets count: chars (characters × 1.5) or an OpenAI encoding [default: chars; o200k for `hook`]
+    #[arg(long, global = true, env = "CTXGATE_TOKENIZER", value_enum)]
+    tokenizer: Option<TokenizerArg>,
     /// More log output on stderr (-v info, -vv debug); CTXGATE_LOG sets it too
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -152,8 +152,9 @@ pub struct Global {
     busy_timeout: f64,
     /// The evidence root, if given.
     pub evidence_root: Option<PathBuf>,
-    /// What budgets count.
-    pub tokenizer: Tokenizer,
+    /// What budgets count, if given: each command has its default (`chars`; the hooks'
+    /// [`ctxgate::hook::HOOK_TOKENIZER`]).
+    pub tokenizer: Option<Tokenizer>,
     /// How the command uses the index (from [`access`]): [`Global::open`] opens it so.
     access: Access,
 }
@@ -201,7 +202,7 @@ impl Global {
             threads: self.threads,
             busy_timeout,
             evidence_root: self.evidence_root.clone(),
-            tokenizer: self.tokenizer,
+            tokenizer: self.tokenizer.unwrap_or_default(),
             ..Options::default()
         };
         if let Some(budget) = budget {
@@ -271,14 +272,22 @@ fn global(
     threads: usize,
     busy_timeout: f64,
     evidence_root: Option<PathBuf>,
-    tokenizer: TokenizerArg,
+    tokenizer: Option<TokenizerArg>,
     access: Access,
 ) -> anyhow::Result<Global> {
     let db = match db {
         Some(path) => path,
         None => default_db(access)?,
     };
-    Ok(Global { db, json, threads, busy_timeout, evidence_root, tokenizer: tokenizer.into(), access })
+    Ok(Global {
+        db,
+        json,
+        threads,
+        busy_timeout,
+        evidence_root,
+        tokenizer: tokenizer.map(Tokenizer::from),
+        access,
+    })
 }
 
 fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {

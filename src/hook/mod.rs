@@ -21,8 +21,14 @@ pub use context::{Context, OTHER_SESSION_HITS};
 
 /// The hooks' default token budget for the context of one event: room for a few pruned turns
 /// without crowding the agent's own context (Claude Code shows hook output over 10,000
-/// characters only as a preview). Counted by the index's token estimator.
+/// characters only as a preview), 1% of a 200k-token context window. Counted in
+/// [`HOOK_TOKENIZER`] unless `--tokenizer` says otherwise.
 pub const HOOK_TOKEN_BUDGET: u32 = 2000;
+
+/// What the hooks count budgets in by default: OpenAI's `o200k_base`, Codex's models' encoding,
+/// and the closest published one for Claude Code (Anthropic publishes no tokenizer for its
+/// current models).
+pub const HOOK_TOKENIZER: crate::tokens::Tokenizer = crate::tokens::Tokenizer::O200k;
 
 /// Longest project part of a session name, in bytes: a longer `cwd` is replaced by its hash so
 /// the name stays under the 256-byte limit of session names.

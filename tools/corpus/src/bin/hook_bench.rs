@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const USAGE: &str = "usage: hook_bench [--turns N (100000)] [--transcript T (2000)] [--calls R (50)] \
-[--seed X (42)] [--tool-calls] [--ctxgate PATH]";
+[--seed X (42)] [--tool-calls] [--tokenizer NAME (the hook's default)] [--ctxgate PATH]";
 
 const PROJECT: &str = "/home/dev/src/bench-project";
 const SESSION_ID: &str = "0b5e7c1d-0000-4000-8000-00000000beef";
@@ -37,6 +37,8 @@ struct Args {
     /// Each transcript turn runs a tool (a call and its result before the reply), as real
     /// sessions do: the import looks at every tool result of the file on each call.
     tool_calls: bool,
+    /// `--tokenizer` for the hook; `None`, its default.
+    tokenizer: Option<String>,
     ctxgate: PathBuf,
 }
 
@@ -48,6 +50,7 @@ fn parse_args() -> Result<Args> {
         calls: 50,
         seed: 42,
         tool_calls: false,
+        tokenizer: None,
         ctxgate: exe.with_file_name("ctxgate"),
     };
     let mut it = std::env::args().skip(1);
@@ -59,6 +62,7 @@ fn parse_args() -> Result<Args> {
             "--calls" => args.calls = value()?.parse().context("--calls")?,
             "--seed" => args.seed = value()?.parse().context("--seed")?,
             "--ctxgate" => args.ctxgate = PathBuf::from(value()?),
+            "--tokenizer" => args.tokenizer = Some(value()?),
             "--tool-calls" => args.tool_calls = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -162,7 +166,7 @@ fn main() -> Result<()> {
         e.to_string()
     };
     let started = Instant::now();
-    run_hook(&args.ctxgate, &db, &event("Stop", None))?;
+    run_hook(&args.ctxgate, &db, args.tokenizer.as_deref(), &event("Stop", None))?;
     println!("transcript: {} turns imported by the Stop hook in {}", args.transcript, ms(started.elapsed()));
 
     let topics: Vec<TopicId> = TopicId::all().collect();
@@ -182,7 +186,12 @@ fn main() -> Result<()> {
         transcript.file.flush()?;
         pending = Some(prompt.clone());
         let started = Instant::now();
-        let stdout = run_hook(&args.ctxgate, &db, &event("UserPromptSubmit", Some(&prompt)))?;
+        let stdout = run_hook(
+            &args.ctxgate,
+            &db,
+            args.tokenizer.as_deref(),
+            &event("UserPromptSubmit", Some(&prompt)),
+        )?;
         times.push(started.elapsed());
         with_context += usize::from(!stdout.trim().is_empty());
     }
@@ -204,10 +213,11 @@ fn main() -> Result<()> {
 
 /// Runs the hook with `event` on stdin; fails on a non-zero exit or anything on stderr (the
 /// hook reports its problems there and gives no context).
-fn run_hook(ctxgate: &Path, db: &Path, event: &str) -> Result<String> {
+fn run_hook(ctxgate: &Path, db: &Path, tokenizer: Option<&str>, event: &str) -> Result<String> {
     let mut child = Command::new(ctxgate)
         .arg("--db")
         .arg(db)
+        .args(tokenizer.map(|t| ["--tokenizer", t]).into_iter().flatten())
         .args(["hook", "claude-code", "--deadline-ms", "10000"])
         .env_remove("CTXGATE_HOOK_DEADLINE_MS")
         .stdin(Stdio::piped())
