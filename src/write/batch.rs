@@ -17,7 +17,7 @@ use crate::gatekeeper::Gatekeeper;
 use crate::import::turns::ParsedTurn;
 use crate::store::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
-use crate::store::{FoldTarget, View, WriteSource, block_key};
+use crate::store::{FOLD_BATCH, FoldTarget, View, WriteSource, block_key};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -158,10 +158,14 @@ impl<'g> Writer<'g> {
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
         let mut spent = Vec::new();
         self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
+            let runs_wait = view.runs_wait()?;
+            // A few turns while another import's runs wait (a hook's, say) are stored as
+            // turns added one at a time are: pending, without merging the runs first.
+            let pending = !into_run && runs_wait && turns <= FOLD_BATCH;
             // Turns added one at a time and not folded yet go first, into the lists; beside a
-            // run, only while no runs wait: then they stay pending (a fold into the lists
-            // would merge the runs first).
-            if !into_run || !view.runs_wait()? {
+            // run or pending turns, only while no runs wait: then they stay pending (a fold
+            // into the lists would merge the runs first).
+            if !runs_wait || (!into_run && !pending) {
                 view.fold()?;
             }
             if into_run && view.runs_wait_at_least(MERGE_RUNS)? {
@@ -175,12 +179,15 @@ impl<'g> Writer<'g> {
                 // The run needs only the grouped postings and the keys: it is encoded and
                 // written (and synced) on a thread of its own while the turns are added.
                 let writing = next_run.map(|next| scope.spawn(move || next.write(grouped, blocks)));
-                let added = self.add_turns(view, batch, layout);
+                let added = self.add_turns(view, batch, layout, pending);
                 let run = writing.map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
                 spent = added?;
                 Ok(run.transpose()?)
             })?;
             append_time = started.elapsed();
+            if pending {
+                return Ok(());
+            }
             let fold_started = Instant::now();
             let target = match run {
                 Some(run) => FoldTarget::Run(run),
@@ -245,12 +252,14 @@ impl Writer<'_> {
     }
 
     /// Gates and stores the turns of a batch, each under the key [`fill_keys`](Self::fill_keys)
-    /// gave its block. Returns what the turns no longer need.
+    /// gave its block, folded with the batch or, if `pending`, with a `pending` row each.
+    /// Returns what the turns no longer need.
     fn add_turns(
         &self,
         view: &mut View<WriteSource<'_>>,
         batch: Vec<(usize, PreparedTurn)>,
         layout: &Layout,
+        pending: bool,
     ) -> Result<Vec<turn::Spent>, crate::Error> {
         let Layout { ranks, in_block_order, earlier, blocks, grouped } = layout;
         let mut spent = Vec::with_capacity(batch.len());
@@ -280,8 +289,16 @@ impl Writer<'_> {
                     grouped.group(hash).iter().filter(before).count() as u64
                 };
                 let earlier = turn::EarlierInBatch { gate_anchors, other: &other };
-                let (turn_id, turn_spent) =
-                    turn::append_turn(view, *id, record, turn, Postings::FoldInTransaction(&earlier))?;
+                let (turn_id, turn_spent) = turn::append_turn(
+                    view,
+                    *id,
+                    record,
+                    turn,
+                    match pending {
+                        true => Postings::Logged,
+                        false => Postings::FoldInTransaction(&earlier),
+                    },
+                )?;
                 if blocks.get(rank as usize).is_none_or(|block| block.key != block_key(*id, turn_id)) {
                     return Err(crate::Error::bug(format!(
                         "turn {turn_id} of session {id} took another id than its postings"
@@ -365,4 +382,67 @@ fn prepare(batch: Batch) -> PreparedBatch {
         })
         .collect();
     PreparedBatch { turns, layout: Layout { ranks, in_block_order: order, earlier, blocks, grouped } }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::PendingRow;
+    use crate::store::records::{ForwardRecord, GateRecord, TurnRecord};
+    use crate::{ImportOptions, Options};
+
+    #[test]
+    fn a_few_turns_beside_waiting_runs_stay_pending_and_answer_at_once()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        // Another import is running: its run of two turns of session "other" waits.
+        gk.store().write(|view| -> Result<(), crate::Error> {
+            let (id, mut session) = turn::session_for_write(view, "other")?;
+            let gate = GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None };
+            let text = "kafka";
+            let record = TurnRecord {
+                user: text.into(),
+                assistant: String::new(),
+                gate,
+                segment_start: 0,
+                time: None,
+                tools: vec![],
+            };
+            let hash = crate::store::anchor_hash("kafka");
+            for turn in 0..2 {
+                let forward = ForwardRecord { len_user: 1, len_assistant: 0, entries: vec![(hash, 1, 0)] };
+                view.put_turn(id, turn, &record, forward, PendingRow::FoldInTransaction)?;
+            }
+            session.turn_count = 2;
+            view.put_session(id, &session)?;
+            let blocks: Vec<NewBlock> =
+                (0..2).map(|t| NewBlock { key: block_key(id, t), len_user: 1, len_assistant: 0 }).collect();
+            let entries = [&[(hash, 1u32, 0u32)][..], &[(hash, 1, 0)][..]];
+            let grouped = Grouped::by_anchor(&entries);
+            let run = view.next_run()?.write(&grouped, &blocks)?;
+            Ok(view.fold_grouped(&grouped, &blocks, FoldTarget::Run(run))?)
+        })?;
+        // A hook imports the two turns its transcript gained.
+        let log = dir.path().join("hook.jsonl");
+        std::fs::write(
+            &log,
+            "{\"session\": \"hook\", \"user\": \"How long does the Redis lock live?\", \"assistant\": \"PX 45000, renewed every 15 s.\"}\n\
+             {\"session\": \"hook\", \"user\": \"Who renews the Redis lock?\", \"assistant\": \"A heartbeat task.\"}\n",
+        )?;
+        assert_eq!(gk.import(&[log], &ImportOptions::default())?.new_turns, 2);
+        let view = gk.store().read()?;
+        assert!(view.import_running(), "the other import's run was not merged by the small import");
+        assert_eq!(view.pending().len(), 2, "the two turns wait as pending rows");
+        drop(view);
+        let selection = gk.session("hook")?.select("redis lock heartbeat renews")?;
+        assert!(selection.blocks.iter().any(|b| b.turn_id == 1), "recalled from pending rows at once");
+        // Once the runs are merged, a fold takes the pending turns into the lists.
+        gk.store().merge_runs()?;
+        gk.fold_pending()?;
+        assert!(gk.store().read()?.pending().is_empty());
+        let report = gk.verify()?;
+        assert!(report.is_ok(), "{:?}", report.problems);
+        Ok(())
+    }
 }
