@@ -39,7 +39,8 @@
 //! a leaf at a time (module `sorted`).
 //!
 //! # Sharing the file
-//! Every open uses redb's multi-writer mode (docs/DESIGN.md §6.10): any number of processes
+//! Every open uses redb's multi-writer mode (docs/DESIGN.md §6.10), but `rebuild`'s source
+//! ([`SourceIndex`]: exclusive-mode read-only, which keeps writers out for its run): any number of processes
 //! open the file at once, with one write transaction at a time among them.
 //! [`Store::open_read_only`] opens redb's `ReadOnlyDatabase`: nothing is created or written
 //! (a read-write open changes the file's header even when nothing is written, and its clean

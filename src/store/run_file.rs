@@ -9,8 +9,10 @@
 //! length, checksum) in the transaction of the batch that wrote it, after the bytes are synced
 //! to disk: a run the index knows is in the file, whatever crashes when. Bytes after the last
 //! recorded span (a batch that failed or was killed before its commit) are cut off by the next
-//! append. The merge removes the file after its commit, and opening an index removes a file
-//! no recorded run refers to.
+//! append; a merge inside a batch's transaction leaves the file as it is (the new run goes
+//! after the merged ones, which the committed index still refers to until the commit). A
+//! process that holds the index lock exclusively removes a file no recorded run refers to
+//! (`Store::remove_unused_run_file`).
 //!
 //! A run is a sequence of entries in ascending hash order, each value laid out as
 //! `runs::push_list` writes it:

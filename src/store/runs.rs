@@ -591,6 +591,28 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_that_merges_then_fails_leaves_the_committed_runs_readable() -> Result<(), Box<dyn std::error::Error>> {
+        let (before, batches) = history();
+        let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs: _dir_runs, runs } =
+            folded_and_runs(&before, &batches[..2])?;
+        // As the importer does every few batches: the next run is placed (after the recorded
+        // ones), the waiting runs merged, the run written; then the batch fails, uncommitted.
+        let failed = runs.write(|view| -> Result<(), Error> {
+            let next = view.next_run()?;
+            view.merge_runs()?;
+            let (grouped, blocks) = put_to_fold(view, &batches[2])?;
+            let run = next.write(&grouped, &blocks)?;
+            view.fold_grouped(&grouped, &blocks, FoldTarget::Run(run))?;
+            Err(Error::bug("the batch fails before its commit"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(runs_left(&runs)?, 2, "the committed index still records the two runs");
+        runs.merge_runs()?;
+        assert_eq!(lists(&runs)?, lists(&folded)?, "their bytes are still in the file");
+        Ok(())
+    }
+
+    #[test]
     fn a_write_to_the_lists_merges_waiting_runs_first() -> Result<(), Box<dyn std::error::Error>> {
         let (before, batches) = history();
         let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs: _dir_runs, runs } =

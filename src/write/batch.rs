@@ -168,11 +168,19 @@ impl<'g> Writer<'g> {
             if !runs_wait || (!into_run && !pending) {
                 view.fold()?;
             }
-            if into_run && view.runs_wait_at_least(MERGE_RUNS)? {
+            let ids = self.fill_keys(view, &batch, &mut layout)?;
+            // Taken before any merge: after the recorded runs in the file, whose bytes the
+            // committed index still refers to until this transaction commits.
+            let next_run = if into_run { Some(view.next_run()?) } else { None };
+            // Pending turns of a session this batch continues would go into its lists after
+            // the run's later turns: folded first (merging the runs first).
+            let continued =
+                (view.pending().iter()).any(|(session, _, _)| ids.binary_search(&session).is_ok());
+            if into_run && runs_wait && continued {
+                view.fold()?;
+            } else if into_run && view.runs_wait_at_least(MERGE_RUNS)? {
                 view.merge_runs()?;
             }
-            self.fill_keys(view, &batch, &mut layout)?;
-            let next_run = if into_run { Some(view.next_run()?) } else { None };
             let layout = &layout;
             let (grouped, blocks) = (&layout.grouped, &layout.blocks[..]);
             let run = std::thread::scope(|scope| -> Result<_, crate::Error> {
@@ -212,13 +220,14 @@ impl<'g> Writer<'g> {
 
 impl Writer<'_> {
     /// Fills in the key of each block: its session's id (the session is created if new) and
-    /// the turn id its turn will take, the session's next.
+    /// the turn id its turn will take, the session's next. Returns the batch's session ids,
+    /// ascending.
     fn fill_keys(
         &self,
         view: &mut View<WriteSource<'_>>,
         batch: &[(usize, PreparedTurn)],
         layout: &mut Layout,
-    ) -> Result<(), crate::Error> {
+    ) -> Result<Vec<u32>, crate::Error> {
         let mut next: HashMap<usize, (u32, u32)> = HashMap::new();
         let mut next_turns = self.next_turns.borrow_mut();
         for ((i, _), &rank) in batch.iter().zip(&layout.ranks) {
@@ -245,10 +254,13 @@ impl Writer<'_> {
             *turn = turn.saturating_add(1);
         }
         // A batch that fails fails the import: these are the counts once it commits.
-        for (i, (_, turn)) in next {
+        let mut ids = Vec::with_capacity(next.len());
+        for (i, (id, turn)) in next {
             next_turns[i] = turn;
+            ids.push(id);
         }
-        Ok(())
+        ids.sort_unstable();
+        Ok(ids)
     }
 
     /// Gates and stores the turns of a batch, each under the key [`fill_keys`](Self::fill_keys)

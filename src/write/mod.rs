@@ -319,7 +319,7 @@ fn import_file(
     offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport> {
     let given = options.format != Format::Auto;
-    match import_as(gatekeeper, path, options, offsets) {
+    match import_racing(gatekeeper, path, options, offsets) {
         Err(crate::Error::Import(e)) if given && !matches!(e, import::Error::Io { .. }) => {
             let what = || match e.line() {
                 Some(line) => format!("line {line}: {}", jsonl::reason(&e)),
@@ -338,6 +338,37 @@ fn import_file(
             }
         }
         other => other,
+    }
+}
+
+/// Times a file is planned again after another writer added to one of its sessions.
+const RACE_RETRIES: usize = 2;
+
+/// [`import_as`], planned again when another writer added to one of the file's sessions while
+/// it was written (`Error::Raced`): two hooks importing the same transcript at once, say. The
+/// new plan compares the file with everything stored, the other writer's turns and this
+/// import's committed batches included, so it goes on if they are the file's turns and fails
+/// `conflict` if they differ.
+fn import_racing(
+    gatekeeper: &Gatekeeper,
+    path: &Path,
+    options: &ImportOptions,
+    offsets: &mut HashMap<String, usize>,
+) -> Result<FileReport> {
+    let before = offsets.clone();
+    let mut retries = 0;
+    loop {
+        match import_as(gatekeeper, path, options, offsets) {
+            Err(crate::Error::Raced { session, .. }) if retries < RACE_RETRIES => {
+                log::info!(
+                    "{}: session {session:?} grew while it was imported; planning again",
+                    path.display()
+                );
+                offsets.clone_from(&before);
+                retries += 1;
+            }
+            other => return other,
+        }
     }
 }
 

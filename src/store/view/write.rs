@@ -120,10 +120,12 @@ impl View<WriteSource<'_>> {
         Ok(NextRun { run, path: run_file::path_of(&self.path), offset })
     }
 
-    /// Folds every pending turn, given their postings already grouped (a bulk writer groups a
-    /// batch on the rayon pool while the previous one is written), into `target`. `blocks` must
-    /// be exactly the pending turns, each session's consecutive and in turn order, and `grouped`
-    /// exactly their anchors: both are checked, since a mismatch would write wrong postings.
+    /// Folds pending turns, given their postings already grouped (a bulk writer groups a batch
+    /// on the rayon pool while the previous one is written), into `target`: every pending turn
+    /// into the lists, the batch's own into a run (turns added one at a time stay pending).
+    /// `blocks` must be exactly those turns, each session's consecutive and in turn order, and
+    /// `grouped` exactly their anchors: both are checked, since a mismatch would write wrong
+    /// postings.
     ///
     /// Into the lists, each list's tail chunk is read and rewritten once, anchor by anchor in
     /// key order. Into a run ([`FoldTarget::Run`], written from the same `grouped` and `blocks`
@@ -218,7 +220,8 @@ impl View<WriteSource<'_>> {
         grouped: &Grouped,
         blocks: &[NewBlock],
     ) -> Result<usize, Error> {
-        // Folds take every pending turn, so a session's folded turns are a prefix of its turns:
+        // Folds into the lists take every pending turn (and a run batch folds first any pending
+        // turn of a session it continues), so a session's folded turns are a prefix of its turns:
         // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
         let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
         let table = &mut self.tables.postings;
