@@ -4,9 +4,9 @@
 
 mod common;
 
-use common::{TestResult, ctxgate};
+use common::{Run, TestResult, ctxgate, run_at};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -26,10 +26,6 @@ fn bulk_file(dir: &Path, turns: u64, seed: u64) -> TestResult<PathBuf> {
     Ok(path)
 }
 
-fn run(db: &Path, args: &[&str]) -> TestResult<Output> {
-    Ok(ctxgate().arg("--db").arg(db).args(args).stdin(Stdio::null()).output()?)
-}
-
 fn spawn(db: &Path, args: &[&str]) -> TestResult<Child> {
     let child = ctxgate()
         .arg("--db")
@@ -44,11 +40,11 @@ fn spawn(db: &Path, args: &[&str]) -> TestResult<Child> {
 
 /// Turns per session name, from `sessions --json`.
 fn session_turns(db: &Path) -> TestResult<Vec<(String, u64)>> {
-    let out = run(db, &["--json", "sessions"])?;
-    if !out.status.success() {
-        return Err(format!("sessions failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+    let out = run_at(db, ["--json", "sessions"])?;
+    if out.code != Some(0) {
+        return Err(format!("sessions failed: {}", out.stderr).into());
     }
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout_bytes)?;
     let list = doc["sessions"].as_array().ok_or("no sessions array")?;
     Ok(list
         .iter()
@@ -69,8 +65,8 @@ fn seed_index(db: &Path) -> TestResult {
         ),
         ("Which helm flag waits for the rollout?", "Pass wait with a timeout of 10m."),
     ] {
-        let out = run(db, &["add", "-s", "seed", "-u", user, "-a", assistant])?;
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = run_at(db, ["add", "-s", "seed", "-u", user, "-a", assistant])?;
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
     }
     Ok(())
 }
@@ -85,7 +81,7 @@ struct Calls {
 /// Runs `call(i)` again and again on a thread until `stop` is set.
 fn looping(
     stop: &Arc<AtomicBool>,
-    call: impl Fn(usize) -> TestResult<Output> + Send + 'static,
+    call: impl Fn(usize) -> TestResult<Run> + Send + 'static,
 ) -> std::thread::JoinHandle<Result<Calls, String>> {
     let stop = Arc::clone(stop);
     std::thread::spawn(move || {
@@ -94,8 +90,7 @@ fn looping(
         while !stop.load(Ordering::Relaxed) {
             let started = Instant::now();
             let out = call(i).map_err(|e| e.to_string())?;
-            let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-            calls.calls.push((started, Instant::now(), out.status.success(), out.stdout, stderr));
+            calls.calls.push((started, Instant::now(), out.code == Some(0), out.stdout_bytes, out.stderr));
             i += 1;
         }
         Ok(calls)
@@ -119,13 +114,13 @@ fn readers_and_writers_go_on_through_an_import_and_every_acknowledged_turn_is_st
             let db = db.clone();
             looping(&stop, move |i| {
                 let query = ["redis lock renewal", "vacuum scale factor", "helm rollout wait"][(r + i) % 3];
-                run(&db, &["--json", "select", "-s", "seed", query])
+                run_at(&db, ["--json", "select", "-s", "seed", query])
             })
         })
         .collect();
     let watcher = {
         let db = db.clone();
-        looping(&stop, move |_| run(&db, &["--json", "sessions"]))
+        looping(&stop, move |_| run_at(&db, ["--json", "sessions"]))
     };
     let writers: Vec<_> = (0..2)
         .map(|w| {
@@ -133,20 +128,20 @@ fn readers_and_writers_go_on_through_an_import_and_every_acknowledged_turn_is_st
             looping(&stop, move |i| {
                 let user = format!("writer {w} turn {i}: the cache hit ratio fell to 61 percent");
                 let session = format!("writer-{w}");
-                run(
+                run_at(
                     &db,
-                    &["--busy-timeout", WRITER_WAIT, "add", "-s", &session, "-u", &user, "-a", "warm it"],
+                    ["--busy-timeout", WRITER_WAIT, "add", "-s", &session, "-u", &user, "-a", "warm it"],
                 )
             })
         })
         .collect();
     let import_started = Instant::now();
-    let import = run(&db, &["-q", "import", bulk.to_str().ok_or("path")?])?;
+    let import = run_at(&db, ["-q", "import", bulk.to_str().ok_or("path")?])?;
     let import_ended = Instant::now();
     // A last round of calls after the import.
     std::thread::sleep(Duration::from_millis(500));
     stop.store(true, Ordering::Relaxed);
-    assert!(import.status.success(), "the import: {}", String::from_utf8_lossy(&import.stderr));
+    assert_eq!(import.code, Some(0), "the import: {}", import.stderr);
     let during = |calls: &Calls| {
         calls.calls.iter().filter(|(s, e, ..)| *s > import_started && *e < import_ended).count()
     };
@@ -191,8 +186,8 @@ fn readers_and_writers_go_on_through_an_import_and_every_acknowledged_turn_is_st
     }
     assert!(added_during > 0, "no add began and ended while the import ran: writers waited for all of it");
     assert_eq!(turns_of(&sessions, "bulk-"), turns);
-    let verify = run(&db, &["verify"])?;
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    let verify = run_at(&db, ["verify"])?;
+    assert_eq!(verify.code, Some(0), "{}", verify.stderr);
     Ok(())
 }
 
@@ -244,12 +239,8 @@ fn processes_killed_at_random_points_leave_a_verified_index_with_every_acknowled
                 }
             }
             _ => {
-                let out = writer.wait_with_output()?;
-                assert!(
-                    out.status.success(),
-                    "a writer beside a killed import: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                let out = Run::from_output(writer.wait_with_output()?);
+                assert!(out.code == Some(0), "a writer beside a killed import: {}", out.stderr);
                 acknowledged += 1;
             }
         }
@@ -258,8 +249,8 @@ fn processes_killed_at_random_points_leave_a_verified_index_with_every_acknowled
         }
         reader.wait()?;
         // Whatever was killed where, the index opens, verifies, and holds every acknowledged turn.
-        let verify = run(&db, &["verify"])?;
-        assert!(verify.status.success(), "round {rounds}: {}", String::from_utf8_lossy(&verify.stderr));
+        let verify = run_at(&db, ["verify"])?;
+        assert_eq!(verify.code, Some(0), "round {rounds}: {}", verify.stderr);
         let stored = turns_of(&session_turns(&db)?, "writer");
         assert!(
             (acknowledged..=acknowledged + maybe).contains(&stored),
@@ -267,11 +258,11 @@ fn processes_killed_at_random_points_leave_a_verified_index_with_every_acknowled
         );
     }
     // The import, run again, completes what the killed ones began.
-    let out = run(&db, &["-q", "import", bulk])?;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_at(&db, ["-q", "import", bulk])?;
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(turns_of(&session_turns(&db)?, "bulk-"), turns);
-    let verify = run(&db, &["verify"])?;
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    let verify = run_at(&db, ["verify"])?;
+    assert_eq!(verify.code, Some(0), "{}", verify.stderr);
     assert!(!dir.path().join("index.redb.runs").exists(), "the run file is gone once merged");
     Ok(())
 }

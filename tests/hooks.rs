@@ -300,19 +300,7 @@ fn the_hook_counts_its_budget_in_o200k_tokens_by_default() -> TestResult {
     );
     // Told to count characters x 1.5, the same hook keeps to that count.
     let chars_db = dir.path().join("chars.redb");
-    let run = ctxgate()
-        .arg("--db")
-        .arg(&chars_db)
-        .args(["--tokenizer", "chars", "hook", "claude-code", "--budget", "300"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child.stdin.take().map(|mut stdin| stdin.write_all(&event)).transpose()?;
-            child.wait_with_output()
-        })?;
-    let run = HookRun { run: Run::from_output(run), elapsed: Duration::ZERO };
+    let run = hook(&chars_db, "claude-code", &event, &["--tokenizer", "chars", "--budget", "300"])?;
     if let Some(chars) = context(&run, "UserPromptSubmit")? {
         assert!(Tokenizer::Chars.estimate(&chars) <= budget, "{chars}");
     }

@@ -197,11 +197,6 @@ fn join_all(handles: Vec<std::thread::JoinHandle<Result<Loop>>>) -> Result<Loop>
     Ok(all)
 }
 
-fn file_digest(path: &Path) -> Result<(u64, Vec<u8>)> {
-    let bytes = std::fs::read(path)?;
-    Ok((bytes.len() as u64, bytes))
-}
-
 fn main() -> Result<()> {
     let args = parse_args()?;
     let dir = tempfile::tempdir()?;
@@ -256,13 +251,13 @@ fn main() -> Result<()> {
     }
 
     println!("# 3. {READERS} readers on an idle index of {SEED_TURNS} turns, {} s", args.seconds);
-    let before = file_digest(&seed_db)?;
+    let before = std::fs::read(&seed_db)?;
     let stop = Arc::new(AtomicBool::new(false));
     let handles = readers(&new, &seed_db, &corpus, &stop);
     std::thread::sleep(Duration::from_secs(args.seconds));
     stop.store(true, Ordering::Relaxed);
     let idle = join_all(handles)?;
-    let unchanged = file_digest(&seed_db)? == before;
+    let unchanged = std::fs::read(&seed_db)? == before;
     println!("readers    select {} | failures {}", figures(&idle.times), idle.failures.len());
     println!("file bytes unchanged by the readers: {unchanged}");
 
