@@ -85,7 +85,10 @@ pub struct ChosenBlock {
     pub score: f64,
     /// Query anchors this block covered first.
     pub newly_covered: u64,
-    /// Tokens of `user` plus those of `assistant`, by the call's estimator.
+    /// When the turn was said, as its source wrote it (handed over with the turn: "when did
+    /// …?" is answered by the date, which the text rarely holds).
+    pub time: Option<String>,
+    /// Tokens of `user`, `assistant` and `time`, by the call's estimator.
     pub tokens: u32,
 }
 
@@ -167,10 +170,17 @@ pub fn select<S: Source>(
         if holds_focus {
             recalled += 1;
         }
-        let prune_by = if holds_focus { focus } else { query.full_mask() };
+        // `minimal` keeps the sentences that hold any anchor it must cover (§3.6: "the sentences
+        // that contain a query anchor"); `fill` keeps a focus turn's focus sentences, since it
+        // hands turns over whole where room is left and fits more turns pruned tighter.
+        let prune_by = if holds_focus && fill { focus } else { scored };
         let Some(block) = prune::prune(&turn.user, &turn.assistant, &query, prune_by) else { continue };
+        let time_tokens = turn.time.as_deref().map_or(0, |t| params.estimator.estimate(t));
         let estimate = |user: &str, assistant: &str| {
-            params.estimator.estimate(user) + params.estimator.estimate(assistant) + params.block_overhead
+            params.estimator.estimate(user)
+                + params.estimator.estimate(assistant)
+                + time_tokens
+                + params.block_overhead
         };
         let tokens = estimate(&block.user, &block.assistant);
         let whole_tokens = if fill { estimate(&turn.user, &turn.assistant).max(tokens) } else { tokens };
@@ -185,7 +195,7 @@ pub fn select<S: Source>(
             in_greedy,
             whole_tokens,
         });
-        pruned.push((candidate, block));
+        pruned.push((candidate, block, turn.time));
     }
     if !switch {
         // Turn offers only: the evidence projections are offered below.
@@ -258,7 +268,7 @@ pub fn select<S: Source>(
     let pinned_covered = covered;
     let mut blocks: Vec<ChosenBlock> = pinned.into_iter().collect();
     for pick in picks.iter().filter(|p| p.offer < turn_offers) {
-        let (candidate, block) = &pruned[pick.offer];
+        let (candidate, block, time) = &pruned[pick.offer];
         covered |= block.matched;
         let whole = if pick.whole { view.turn_record(session.id, candidate.turn)? } else { None };
         let (user, assistant) = match whole {
@@ -274,6 +284,7 @@ pub fn select<S: Source>(
             assistant,
             score: candidate.score,
             newly_covered: pick.newly_covered & !pinned_covered,
+            time: time.clone(),
             tokens,
         });
     }
@@ -325,8 +336,10 @@ fn deictic_pin<S: Source>(
         return Ok(None);
     }
     let Some(turn) = view.turn_record(session.id, latest)? else { return Ok(None) };
-    let estimate =
-        |user: &str, assistant: &str| params.estimator.estimate(user) + params.estimator.estimate(assistant);
+    let time_tokens = turn.time.as_deref().map_or(0, |t| params.estimator.estimate(t));
+    let estimate = |user: &str, assistant: &str| {
+        params.estimator.estimate(user) + params.estimator.estimate(assistant) + time_tokens
+    };
     let matched = prune::prune(&turn.user, &turn.assistant, query, query.full_mask());
     let held_mask = anchors_among(query, &turn_hashes(&turn));
     if named & !held_mask != 0 {
@@ -347,7 +360,15 @@ fn deictic_pin<S: Source>(
         return Ok(None);
     };
     let newly_covered = matched.map_or(0, |b| b.matched);
-    Ok(Some(ChosenBlock { turn: latest, user, assistant, score: 0.0, newly_covered, tokens }))
+    Ok(Some(ChosenBlock {
+        turn: latest,
+        user,
+        assistant,
+        score: 0.0,
+        newly_covered,
+        time: turn.time,
+        tokens,
+    }))
 }
 
 /// The postings of each query anchor in `wanted` (others get an empty list) in the session's

@@ -18,7 +18,10 @@ pub fn render(selection: &Selection, query: &str) -> String {
         out.push_str(CONTEXT_HEADING);
         out.push_str("\n\n");
         for block in &selection.blocks {
-            out.push_str(&format!("[turn {}]\n", block.turn_id));
+            match &block.time {
+                Some(time) => out.push_str(&format!("[turn {} · {time}]\n", block.turn_id)),
+                None => out.push_str(&format!("[turn {}]\n", block.turn_id)),
+            }
             if !block.user.is_empty() {
                 out.push_str(&format!("User: {}\n", block.user));
             }
@@ -49,9 +52,10 @@ pub fn framing(query: &str) -> String {
     format!("{CONTEXT_HEADING}\n\n{QUESTION_HEADING}\n{}\n", query.trim())
 }
 
-/// The per-block framing: `[turn N]`, the side labels and line breaks.
+/// The per-block framing: `[turn N · ]` (the time's own tokens are the block's), the side labels
+/// and line breaks.
 pub fn block_framing(turn_id: u32) -> String {
-    format!("[turn {turn_id}]\nUser: \nAssistant: \n\n")
+    format!("[turn {turn_id} · ]\nUser: \nAssistant: \n\n")
 }
 
 /// The framing of one projection in a prompt, counted once per projection (the heading with

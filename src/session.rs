@@ -123,6 +123,7 @@ impl<'g> Session<'g> {
                 user: b.user,
                 assistant: b.assistant,
                 score: b.score,
+                time: b.time,
                 tokens: b.tokens,
             })
             .collect();

@@ -188,3 +188,59 @@ fn a_deictic_follow_up_takes_the_topics_latest_turn() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn a_block_hands_over_its_turns_time_and_counts_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("log.jsonl");
+    let mut lines = String::new();
+    for i in 0..12 {
+        let (user, time) = match i {
+            7 => ("I went to the pottery class yesterday.".to_string(), "1:56 pm on 8 May, 2023"),
+            _ => (format!("Routine note {i} about the garden."), "10:00 am on 1 June, 2023"),
+        };
+        let line =
+            serde_json::json!({"session": "s", "turn": i, "user": user, "assistant": "Nice.", "time": time});
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&log, lines)?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    gk.import(&[log], &ctxgate::ImportOptions::default())?;
+    for policy in [Policy::Minimal, Policy::Fill] {
+        let selection = select(&gk, "When did I go to the pottery class?", policy, 4000)?;
+        within_budget(&selection);
+        let block = selection.blocks.iter().find(|b| b.turn_id == 7).ok_or("the pottery turn is selected")?;
+        assert_eq!(block.time.as_deref(), Some("1:56 pm on 8 May, 2023"), "{policy:?}");
+        // chars × 1.5 of the user, assistant and time texts
+        let est = |s: &str| (s.chars().count() * 3).div_ceil(2) as u32;
+        assert_eq!(block.tokens, est(&block.user) + est(&block.assistant) + est("1:56 pm on 8 May, 2023"));
+    }
+    let prompt = gk.session("s")?.build_prompt("When did I go to the pottery class?")?;
+    assert!(prompt.contains("[turn 7 · 1:56 pm on 8 May, 2023]"), "{prompt}");
+    Ok(())
+}
+
+#[test]
+fn minimal_keeps_the_sentences_of_every_anchor_it_covers() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    for i in 0..30 {
+        session.add_turn(&format!("Caroline watered plant {i} today."), "Good.")?;
+    }
+    session.add_turn(
+        "The adoption agency called back. Nothing else came in the post. Caroline signed the papers on Friday.",
+        "Great news.",
+    )?;
+    for i in 0..5 {
+        session.add_turn(&format!("Caroline repotted plant {i}."), "Fine.")?;
+    }
+    let selection = select(&gk, "When did Caroline sign with the adoption agency?", Policy::Minimal, 4000)?;
+    within_budget(&selection);
+    let block = selection.blocks.iter().find(|b| b.turn_id == 30).ok_or("the agency turn is selected")?;
+    // `adoption` and `agency` are the focus; `caroline`, which the greedy must cover too, keeps
+    // the sentence with the answer; the sentence with neither is cut.
+    assert!(block.user.contains("on Friday"), "{:?}", block.user);
+    assert!(!block.user.contains("post"), "{:?}", block.user);
+    Ok(())
+}

@@ -81,8 +81,9 @@ fn describe(selection: &Selection) -> String {
     for block in &selection.blocks {
         let _ = writeln!(
             out,
-            "\n── turn {} · score {:.3} · {} tokens · covers {}",
+            "\n── turn {}{} · score {:.3} · {} tokens · covers {}",
             block.turn_id,
+            block.time.as_deref().map(|t| format!(" · {t}")).unwrap_or_default(),
             block.score,
             block.tokens,
             covers(&block.covered_anchors)

@@ -49,7 +49,10 @@ pub struct SelectedBlock {
     pub score: f64,
     /// Query anchors this block covered first.
     pub covered_anchors: Vec<String>,
-    /// Tokens of `user` plus those of `assistant`, in the call's tokenizer.
+    /// When the turn was said, as its source wrote it; absent when the source gave no time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Tokens of `user`, `assistant` and `time`, in the call's tokenizer.
     pub tokens: u32,
 }
 

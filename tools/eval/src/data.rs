@@ -13,6 +13,8 @@ struct TurnLine {
     turn: u32,
     user: String,
     assistant: String,
+    #[serde(default)]
+    time: Option<String>,
 }
 
 /// One turn's texts.
@@ -22,6 +24,8 @@ pub struct Turn {
     pub user: String,
     /// The assistant's text.
     pub assistant: String,
+    /// When it was said, if the file says (`time`).
+    pub time: Option<String>,
 }
 
 /// Every turn of a set, by session, in turn order.
@@ -46,7 +50,7 @@ impl Conversations {
                     turns.len()
                 );
             }
-            turns.push(Turn { user: line.user, assistant: line.assistant });
+            turns.push(Turn { user: line.user, assistant: line.assistant, time: line.time });
             Ok(())
         })?;
         Ok(conversations)

@@ -16,8 +16,9 @@
 //! - full hit: every evidence turn selected;
 //! - answer kept (categories 1–4): the share of the gold answer's content words (lower-cased
 //!   ASCII letter and digit runs, minus [`STOP_WORDS`]) found among the words of the text
-//!   handed to the model: ctxgate's kept user and assistant sentences and evidence projections,
-//!   a baseline's whole turns or half-turns. A question whose answer has no content word is
+//!   handed to the model: ctxgate's kept user and assistant sentences, block times and evidence
+//!   projections, a baseline's whole turns or half-turns (`bm25 + time`: bm25's turns, each
+//!   with its time). A question whose answer has no content word is
 //!   left out of this mean;
 //! - for ctxgate, answer kept had its selected turns been handed over whole (what pruning
 //!   cost);
@@ -60,6 +61,9 @@ pub enum Method {
     CtxgateFill,
     /// BM25 over whole turns, taken in score order while they fit.
     Bm25,
+    /// The same turns as `Bm25`, each handed over with its time (`time`, costed too), as
+    /// ctxgate hands its blocks over: how much of ctxgate's answer kept the times alone explain.
+    Bm25Time,
     /// BM25 over half-turns (each side scored and costed apart).
     Bm25Msg,
     /// The evidence turns only, in turn order while they fit: the ceiling the budget sets.
@@ -70,10 +74,11 @@ pub enum Method {
 
 impl Method {
     /// Every method, in table order.
-    pub const ALL: [Method; 6] = [
+    pub const ALL: [Method; 7] = [
         Method::CtxgateMinimal,
         Method::CtxgateFill,
         Method::Bm25,
+        Method::Bm25Time,
         Method::Bm25Msg,
         Method::Oracle,
         Method::Recency,
@@ -85,6 +90,7 @@ impl Method {
             Method::CtxgateMinimal => "ctxgate minimal",
             Method::CtxgateFill => "ctxgate fill",
             Method::Bm25 => "bm25",
+            Method::Bm25Time => "bm25 + time",
             Method::Bm25Msg => "bm25_msg",
             Method::Oracle => "oracle",
             Method::Recency => "recency",
@@ -271,9 +277,11 @@ pub fn run(conversations_path: &Path, tasks_path: &Path, dump: Option<&Path>) ->
                 for block in &selection.blocks {
                     pick.turns.insert(block.turn_id);
                     pick.texts.push(format!("{}\n{}", block.user, block.assistant));
+                    pick.texts.extend(block.time.clone());
                     unpruned.push(history.get(block.turn_id as usize).map(turn_text).with_context(|| {
                         format!("question {}: selected turn {} is not in the file", task.qa_id, block.turn_id)
                     })?);
+                    unpruned.extend(block.time.clone());
                 }
                 for evidence in &selection.evidence {
                     pick.texts.push(evidence.projection.to_string());
@@ -298,6 +306,7 @@ pub fn run(conversations_path: &Path, tasks_path: &Path, dump: Option<&Path>) ->
         let query = bm25::words(&task.query);
         for budget in BUDGETS {
             record(Method::Bm25, budget, task, &baselines.bm25(history, &query, budget));
+            record(Method::Bm25Time, budget, task, &baselines.bm25_time(history, &query, budget));
             record(Method::Bm25Msg, budget, task, &baselines.bm25_msg(history, &query, budget));
             record(Method::Oracle, budget, task, &oracle(history, &task.evidence_turns, budget));
             record(Method::Recency, budget, task, &recency(history, budget));
@@ -409,6 +418,18 @@ impl Baselines {
         debug_assert_eq!(history.len(), self.turn_texts.len());
         let ranked = self.turns.ranked(query);
         take_while_fits(ranked.into_iter().map(|d| (d as u32, self.turn_texts[d].as_str())), budget)
+    }
+
+    fn bm25_time(&self, history: &[Turn], query: &[String], budget: u32) -> Pick {
+        let ranked = self.turns.ranked(query);
+        let texts: Vec<(u32, String)> = ranked
+            .into_iter()
+            .map(|d| {
+                let time = history[d].time.as_deref().map(|t| format!("{t}\n")).unwrap_or_default();
+                (d as u32, format!("{time}{}", self.turn_texts[d]))
+            })
+            .collect();
+        take_while_fits(texts.iter().map(|(t, text)| (*t, text.as_str())), budget)
     }
 
     fn bm25_msg(&self, history: &[Turn], query: &[String], budget: u32) -> Pick {
@@ -551,7 +572,7 @@ mod tests {
     use super::*;
 
     fn turn(user: &str, assistant: &str) -> Turn {
-        Turn { user: user.into(), assistant: assistant.into() }
+        Turn { user: user.into(), assistant: assistant.into(), time: None }
     }
 
     fn task(evidence: &[u32], category: u8, answer: &str) -> RecallTask {

@@ -393,7 +393,7 @@ mod tests {
     #[test]
     fn evidence_is_an_earlier_turn_with_a_rare_answer_word() {
         let mut conversations = Conversations::default();
-        let turn = |u: &str, a: &str| Turn { user: u.into(), assistant: a.into() };
+        let turn = |u: &str, a: &str| Turn { user: u.into(), assistant: a.into(), time: None };
         conversations.sessions.insert(
             "s".into(),
             vec![
@@ -422,7 +422,7 @@ mod tests {
     #[test]
     fn latest_turns_fit_the_budget() {
         let mut conversations = Conversations::default();
-        let turn = Turn { user: "abcd".into(), assistant: "abcd".into() }; // 6 + 6 tokens
+        let turn = Turn { user: "abcd".into(), assistant: "abcd".into(), time: None }; // 6 + 6 tokens
         conversations.sessions.insert("s".into(), vec![turn.clone(), turn.clone(), turn]);
         let t = task("s", 3, Expected::Continue);
         let picked: Vec<(u32, u32)> =
