@@ -127,8 +127,12 @@ pub fn select<S: Source>(
     let context = recall_context(view, params.as_of);
     let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context));
     let content_words = switch.then(|| ContentWords::of(text));
-    let content_terms =
-        content_words.as_ref().map_or(0, |w| w.term_mask(query.anchors().iter().map(|a| a.text.as_str())));
+    // A focus word admits a block on a switch whatever its length: §3.3's four letters keep
+    // `with` and `what` out, but also the specific short words a history holds (`dad`, `Jon`,
+    // `GC`), whose turns the filter then refused, leaving the selection empty.
+    let content_terms = content_words.as_ref().map_or(0, |w| {
+        w.term_mask(query.anchors().iter().map(|a| a.text.as_str())) | (focus & word_anchors(&query))
+    });
 
     // The top RECALL_LIMIT candidates that pass the content-word filter and hold a focus
     // anchor, pruned: what the greedy chooses from. At most MAX_SCANNED are looked at: past them
@@ -304,6 +308,15 @@ fn anchors_among(query: &QueryAnchors, sorted: &[u64]) -> u64 {
         .iter()
         .enumerate()
         .fold(0, |mask, (i, a)| if sorted.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask })
+}
+
+/// The query anchors that are words (hyphen chains too), not CJK n-grams or phrases.
+fn word_anchors(query: &QueryAnchors) -> u64 {
+    query
+        .anchors()
+        .iter()
+        .enumerate()
+        .fold(0, |mask, (i, a)| if anchor::is_one_word(&a.text) { mask | (1u64 << i) } else { mask })
 }
 
 /// The query anchors that are words of the deictic pattern the gate matched (`then` of
