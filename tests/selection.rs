@@ -244,3 +244,24 @@ fn minimal_keeps_the_sentences_of_every_anchor_it_covers() -> TestResult {
     assert!(!block.user.contains("post"), "{:?}", block.user);
     Ok(())
 }
+
+#[test]
+fn a_switch_admits_a_turn_through_a_short_specific_word() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    for i in 0..10 {
+        session.add_turn(&format!("Caroline watered plant {i} today."), "Good.")?;
+    }
+    session.add_turn("I used to ride horses with my dad on Sundays.", "Lovely memory.")?;
+    for i in 0..6 {
+        session.add_turn(&format!("The database migration step {i} finished."), "Next step then.")?;
+    }
+    for policy in [Policy::Minimal, Policy::Fill] {
+        let selection = select(&gk, "Which activity did Caroline enjoy with her dad?", policy, 4000)?;
+        assert_eq!(selection.decision.topic, ctxgate::Topic::Switch, "the test needs a switch");
+        // `dad`, three letters, is what the history holds that names the question's subject.
+        assert!(selection.blocks.iter().any(|b| b.turn_id == 10), "{policy:?}: {:?}", selection.blocks);
+    }
+    Ok(())
+}
