@@ -10,6 +10,7 @@ use crate::query::QueryAnchors;
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::segment::{Gated, SessionRef, gate, segment_start, turn_hashes};
 use crate::select::{self, Offer, Policy};
+use crate::spread;
 
 use crate::store::{Source, View};
 use crate::tokens::TokenEstimator;
@@ -121,8 +122,21 @@ pub fn select<S: Source>(
     let switch = decision.topic == Topic::Switch;
     // Framing words identify nothing: their (long) posting lists are not read at all.
     let scored = query.full_mask() & !framing_mask(&query, text);
-    let postings = session_postings(view, session.id, &query, scored, params.as_of)?;
-    let focus = focus_anchors(&query, &postings);
+    let (postings, in_session) = session_postings(view, session.id, &query, scored, params.as_of)?;
+    let in_history: Vec<usize> = postings.iter().map(Vec::len).collect();
+    let asking = spread::SessionUse {
+        id: session.id,
+        turns: session.record.turn_count,
+        as_of: params.as_of,
+        in_history: &in_history,
+        in_session: &in_session,
+    };
+    // When all the history shares with the query is the person's everyday phrasing, learnt
+    // from the other sessions (`spread`), no turn of it is evidence: nothing is scored.
+    let phrasing_only = spread::only_phrasing(view, &asking, &query, held_mask(&postings))?;
+    let scored = if phrasing_only { 0 } else { scored };
+    let held = held_mask(&postings) & scored;
+    let focus = focus_anchors(&query, held);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
     let context = recall_context(view, params.as_of);
     let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context));
@@ -178,7 +192,15 @@ pub fn select<S: Source>(
         // that contain a query anchor"); `fill` keeps a focus turn's focus sentences, since it
         // hands turns over whole where room is left and fits more turns pruned tighter.
         let prune_by = if holds_focus && fill { focus } else { scored };
-        let Some(block) = prune::prune(&turn.user, &turn.assistant, &query, prune_by) else { continue };
+        let block = match prune::prune(&turn.user, &turn.assistant, &query, prune_by) {
+            // Never a fragment of common words only (three sentences with a name outweighed
+            // the one with the focus word): then the focus's sentences.
+            Some(block) if holds_focus && block.matched & focus == 0 => {
+                prune::prune(&turn.user, &turn.assistant, &query, focus)
+            }
+            other => other,
+        };
+        let Some(block) = block else { continue };
         let time_tokens = turn.time.as_deref().map_or(0, |t| params.estimator.estimate(t));
         let estimate = |user: &str, assistant: &str| {
             params.estimator.estimate(user)
@@ -242,7 +264,7 @@ pub fn select<S: Source>(
     // may be taken is still the focus's say (`admitted`). `fill` starts from the focus alone and
     // spends the budget in rank order, which measured better than the greedy's cheaper picks.
     let must_cover = match params.policy {
-        Policy::Minimal => held_mask(&postings),
+        Policy::Minimal => held,
         Policy::Fill => focus,
     };
     let picks = select::choose(
@@ -385,35 +407,40 @@ fn deictic_pin<S: Source>(
 }
 
 /// The postings of each query anchor in `wanted` (others get an empty list) in the session's
-/// turns `0..as_of`, folded and pending.
+/// turns `0..as_of`, folded and pending, and the number of the session's turns, all of them,
+/// that hold each.
 fn session_postings<S: Source>(
     view: &View<S>,
     session: u32,
     query: &QueryAnchors,
     wanted: u64,
     as_of: u32,
-) -> Result<Vec<Vec<Posting>>> {
+) -> Result<(Vec<Vec<Posting>>, Vec<usize>)> {
     let mut postings: Vec<Vec<Posting>> = Vec::with_capacity(query.len());
+    let mut in_session = Vec::with_capacity(query.len());
     for (i, anchor) in query.anchors().iter().enumerate() {
         let mut list = Vec::new();
-        if wanted & (1u64 << i) == 0 {
-            postings.push(list);
-            continue;
-        }
-        view.session_postings(anchor.hash, session, |p| {
-            if p.turn < as_of {
-                list.push(p);
+        let mut later = 0;
+        if wanted & (1u64 << i) != 0 {
+            view.session_postings(anchor.hash, session, |p| {
+                if p.turn < as_of {
+                    list.push(p);
+                } else {
+                    later += 1;
+                }
+            })?;
+            for (turn, forward) in view.pending().of_session(session) {
+                match forward.posting(turn, anchor.hash) {
+                    Some(p) if turn < as_of => list.push(p),
+                    Some(_) => later += 1,
+                    None => {}
+                }
             }
-        })?;
-        for (turn, forward) in view.pending().of_session(session) {
-            if turn >= as_of {
-                break;
-            }
-            list.extend(forward.posting(turn, anchor.hash));
         }
+        in_session.push(list.len() + later);
         postings.push(list);
     }
-    Ok(postings)
+    Ok((postings, in_session))
 }
 
 fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {
@@ -428,16 +455,15 @@ fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {
 /// The query anchors that must be covered and that admit a block (DESIGN §3.3: "which
 /// anchors must be covered, and which may admit a block").
 ///
-/// Of the anchors the session's history contains that are not framing words
-/// (`anchor::framing`), the focus is those at least as specific as their mean: IDF at or above the
-/// mean IDF of that set. The rarest shared anchors say what the query is about; much more
+/// Of the `held` anchors (those the session's history contains, framing words and everyday
+/// phrasing left out), the focus is those at least as specific as their mean: IDF at or above
+/// the mean IDF of that set. The rarest shared anchors say what the query is about; much more
 /// common ones (a person's name repeated every turn, `production`, `error`) are context, and
 /// buying coverage of them is how off-topic fragments get selected. The mean is a statistic of
 /// the query itself, not a tuned constant. Empty when nothing qualifies: `minimal` then selects
 /// nothing, since what the history shares with the query is phrasing, not evidence.
-fn focus_anchors(query: &QueryAnchors, postings: &[Vec<Posting>]) -> u64 {
-    // Framing anchors have no postings here (they are not read), so they never qualify.
-    query.specific(held_mask(postings))
+fn focus_anchors(query: &QueryAnchors, held: u64) -> u64 {
+    query.specific(held)
 }
 
 /// The query anchors that are framing words.

@@ -265,3 +265,31 @@ fn a_switch_admits_a_turn_through_a_short_specific_word() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn a_block_keeps_the_sentence_of_its_focus_word() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    for i in 0..40 {
+        if i % 2 == 0 {
+            session.add_turn(&format!("Caroline, Melanie and Jordan met at step {i}."), "Fine.")?;
+        } else {
+            session.add_turn(&format!("Routine note {i}."), "Fine.")?;
+        }
+    }
+    for i in 0..4 {
+        session.add_turn(&format!("Someone renewed the lease of shop {i}."), "Fine.")?;
+    }
+    session.add_turn(
+        "Caroline and Melanie called Jordan. Jordan told Caroline and Melanie twice. \
+         Melanie, Caroline and Jordan laughed. The lease ends in March.",
+        "Noted.",
+    )?;
+    let selection = select(&gk, "Caroline Melanie Jordan lease", Policy::Minimal, 4000)?;
+    let block = selection.blocks.iter().find(|b| b.turn_id == 44).ok_or("the lease turn is selected")?;
+    // Three sentences of names outweigh the one with `lease`, the focus: the block must not be
+    // a fragment of names only.
+    assert!(block.user.contains("March"), "{:?}", block.user);
+    Ok(())
+}

@@ -94,6 +94,36 @@ impl<S: Source> View<S> {
         Ok(out)
     }
 
+    /// Up to `limit` sessions other than `except` that hold turns, the newest (highest id)
+    /// first.
+    pub fn recent_sessions(&self, except: u32, limit: usize) -> Result<Vec<u32>, Error> {
+        let mut out = Vec::new();
+        for entry in self.tables.sessions.iter()?.rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, value) = entry?;
+            let id = key.value();
+            if id == except {
+                continue;
+            }
+            let record: SessionRecord =
+                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?;
+            if record.turn_count > 0 {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// True if some turn of `session`, folded or pending, holds the anchor: one seek.
+    pub fn session_holds(&self, hash: u64, session: u32) -> Result<bool, Error> {
+        if self.tables.postings.range(keys::list_range(hash, session))?.next().is_some() {
+            return Ok(true);
+        }
+        Ok(self.pending.of_session(session).any(|(turn, forward)| forward.posting(turn, hash).is_some()))
+    }
+
     /// A turn's text and gate record.
     pub fn turn_record(&self, session: u32, turn: u32) -> Result<Option<TurnRecord>, Error> {
         let key = block_key(session, turn);

@@ -1,0 +1,139 @@
+//! Everyday phrasing, learnt from the index rather than listed: which of a query's anchors
+//! identify nothing.
+//!
+//! What a person talks about changes from one conversation to the next; how they ask and answer
+//! (`after tuning … it looked fine`, `明显改善`, `版本升级以后`) comes back in most of them. So an
+//! anchor that most of the index's other sessions hold is phrasing: it is no evidence that a
+//! turn is about the query's subject, however rare it is within one session (IDF alone cannot
+//! tell: in a session a frame used in a sixth of the turns and a subject used in a sixteenth
+//! differ by a factor of 2.7). Read from the postings at query time, one seek per anchor and
+//! session, it is up to date after every write and costs nothing to store. With fewer than two
+//! other sessions there is no majority to speak of, and nothing is everyday.
+
+use crate::error::Result;
+use crate::query::QueryAnchors;
+use crate::store::{Source, View};
+
+/// The other sessions looked at, at most: the newest, whose phrasing is the user's current one.
+/// It bounds the seeks per query anchor (a matter of speed, not of relevance).
+pub const SAMPLED_SESSIONS: usize = 32;
+
+/// What [`everyday`] needs to know of the session asking.
+pub struct SessionUse<'a> {
+    /// The session's id.
+    pub id: u32,
+    /// Its turns, all of them.
+    pub turns: u32,
+    /// The turns before the query (the history the selection reads).
+    pub as_of: u32,
+    /// Per query anchor: turns of the history that hold it.
+    pub in_history: &'a [usize],
+    /// Per query anchor: turns of the whole session that hold it.
+    pub in_session: &'a [usize],
+}
+
+/// The significance level of "used more often here": the conventional one-sided 5%.
+pub const SIGNIFICANCE: f64 = 0.05;
+
+/// True if every anchor of `held` (a mask over the query's anchors: those the history holds) is
+/// everyday phrasing: more than half of the sampled other sessions hold it, and this session's
+/// history does not use it significantly more often than the rest of the index does (a
+/// subject the person talks about everywhere, but most of all here, is still this
+/// conversation's subject). Then all the history shares with the query is how things are said,
+/// and no turn of it is evidence. Stops at the first anchor that is not everyday, rarest first.
+pub fn only_phrasing<S: Source>(
+    view: &View<S>,
+    session: &SessionUse<'_>,
+    query: &QueryAnchors,
+    held: u64,
+) -> Result<bool> {
+    if held == 0 {
+        return Ok(false);
+    }
+    let elsewhere_turns = view.corpus_stats().blocks.saturating_sub(u64::from(session.turns));
+    if elsewhere_turns == 0 {
+        return Ok(false);
+    }
+    // Read only if some anchor is not this session's own.
+    let mut others: Option<Vec<u32>> = None;
+    let mut order: Vec<usize> = (0..query.len()).filter(|&i| held & (1u64 << i) != 0).collect();
+    order.sort_by(|&a, &b| query.anchors()[b].idf.total_cmp(&query.anchors()[a].idf));
+    for i in order {
+        let anchor = &query.anchors()[i];
+        // Used more often here than elsewhere, beyond chance: this conversation's subject.
+        let elsewhere = view.df(anchor.hash)?.saturating_sub(session.in_session[i] as u64);
+        let expected = f64::from(session.as_of) * elsewhere as f64 / elsewhere_turns as f64;
+        if above_chance(session.in_history[i] as u64, expected) {
+            return Ok(false);
+        }
+        let others = match &others {
+            Some(others) => others,
+            None => others.insert(view.recent_sessions(session.id, SAMPLED_SESSIONS)?),
+        };
+        if others.len() < 2 {
+            return Ok(false);
+        }
+        let mut holders = 0;
+        for (seen, &other) in others.iter().enumerate() {
+            // Stop once the answer is known either way.
+            if 2 * holders > others.len() || 2 * (holders + others.len() - seen) <= others.len() {
+                break;
+            }
+            holders += usize::from(view.session_holds(anchor.hash, other)?);
+        }
+        if 2 * holders <= others.len() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// True if `observed` turns are more than a Poisson count of mean `expected` reaches with
+/// probability [`SIGNIFICANCE`]: P(X ≥ observed) ≤ SIGNIFICANCE.
+fn above_chance(observed: u64, expected: f64) -> bool {
+    if observed == 0 {
+        return false;
+    }
+    if expected <= 0.0 {
+        return true;
+    }
+    if expected > 500.0 {
+        // e^-expected underflows: the normal approximation, with continuity correction
+        // (1.645: the one-sided 5% point).
+        return (observed as f64 - 0.5 - expected) / expected.sqrt() > 1.645;
+    }
+    // P(X ≥ observed) = 1 − P(X ≤ observed − 1); the loop ends once the lower tail passes
+    // 1 − SIGNIFICANCE, which happens within a few standard deviations of the mean.
+    let (mut term, mut lower) = ((-expected).exp(), 0.0);
+    for k in 0..observed {
+        lower += term;
+        if lower >= 1.0 - SIGNIFICANCE {
+            return true;
+        }
+        term *= expected / (k + 1) as f64;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn above_chance_is_the_poisson_upper_tail() {
+        // mean 1: P(X ≥ 3) = 0.080, P(X ≥ 4) = 0.019
+        assert!(!above_chance(3, 1.0));
+        assert!(above_chance(4, 1.0));
+        // never seen elsewhere: any use is above chance; no use never is
+        assert!(above_chance(1, 0.0));
+        assert!(!above_chance(0, 0.0));
+        // at the mean, and below it
+        assert!(!above_chance(5, 4.5));
+        assert!(!above_chance(1, 0.67));
+        // mean 0.3 (a word seen twice in 1,438 turns): P(X ≥ 1) = 0.26, P(X ≥ 2) = 0.037
+        assert!(!above_chance(1, 0.3));
+        assert!(above_chance(2, 0.3));
+        // the normal approximation past 500 agrees with the exact tail near its edge
+        assert!(above_chance(560, 520.0) && !above_chance(530, 520.0));
+    }
+}
