@@ -131,9 +131,10 @@ pub fn select<S: Source>(
         in_history: &in_history,
         in_session: &in_session,
     };
-    // When all the history shares with the query is the person's everyday phrasing, learnt
-    // from the other sessions (`spread`), no turn of it is evidence: nothing is scored.
-    let phrasing_only = spread::only_phrasing(view, &asking, &query, held_mask(&postings))?;
+    // When a query leaves the current topic and all the history shares with it is the person's
+    // everyday phrasing, learnt from the other sessions (`spread`), no turn of it is evidence:
+    // nothing is scored. (On a continue the query's words are the topic's, however common.)
+    let phrasing_only = switch && spread::only_phrasing(view, &asking, &query, held_mask(&postings))?;
     let scored = if phrasing_only { 0 } else { scored };
     let held = held_mask(&postings) & scored;
     let focus = focus_anchors(&query, held);
