@@ -131,10 +131,17 @@ pub fn select<S: Source>(
         in_history: &in_history,
         in_session: &in_session,
     };
-    // When a query leaves the current topic and all the history shares with it is the person's
-    // everyday phrasing, learnt from the other sessions (`spread`), no turn of it is evidence:
-    // nothing is scored. (On a continue the query's words are the topic's, however common.)
-    let phrasing_only = switch && spread::only_phrasing(view, &asking, &query, held_mask(&postings))?;
+    // A query that leaves the current topic, names something no conversation of the index has
+    // mentioned, and shares with this history only the person's everyday phrasing (learnt from
+    // the other sessions, `spread`) is about something new: no turn is evidence, and only what
+    // the history lacks may find a document. (On a continue the query's words are the topic's,
+    // however common; a query whose new words other conversations know may be asking about
+    // the vocabulary of the person's work, which those conversations share.)
+    let unseen = scored & !held_mask(&postings);
+    let novel = novel_anchors(view, &query, unseen, &in_session)?;
+    let phrasing_only =
+        switch && novel != 0 && spread::only_phrasing(view, &asking, &query, held_mask(&postings))?;
+    let scored_for_evidence = if phrasing_only { unseen } else { scored };
     let scored = if phrasing_only { 0 } else { scored };
     let held = held_mask(&postings) & scored;
     let focus = focus_anchors(&query, held);
@@ -197,12 +204,12 @@ pub fn select<S: Source>(
             // Never a fragment of common words only (three sentences with a name outweighed
             // the one with the focus word): then the focus's sentences.
             Some(block) if holds_focus && block.matched & focus == 0 => {
-                prune::prune(&turn.user, &turn.assistant, &query, focus)
+                prune::prune(&turn.user, &turn.assistant, &query, focus).or(Some(block))
             }
             other => other,
         };
         let Some(block) = block else { continue };
-        let time_tokens = turn.time.as_deref().map_or(0, |t| params.estimator.estimate(t));
+        let time_tokens = time_tokens(params.estimator, turn.time.as_deref());
         let estimate = |user: &str, assistant: &str| {
             params.estimator.estimate(user)
                 + params.estimator.estimate(assistant)
@@ -241,7 +248,7 @@ pub fn select<S: Source>(
     // everything in them, see `evidence_recall`). Ties go to turns.
     let turn_offers = offers.len();
     let evidence = if params.evidence {
-        evidence_recall::recall(view, session.id, &query, scored)?
+        evidence_recall::recall(view, session.id, &query, scored_for_evidence)?
     } else {
         evidence_recall::EvidenceRecall::default()
     };
@@ -333,6 +340,29 @@ fn anchors_among(query: &QueryAnchors, sorted: &[u64]) -> u64 {
         .fold(0, |mask, (i, a)| if sorted.binary_search(&a.hash).is_ok() { mask | (1u64 << i) } else { mask })
 }
 
+/// Of `unseen` (query anchors this history lacks), those no other turn of the index holds
+/// either: `in_session` counts the session's own later turns, which a query `as_of` an earlier
+/// turn has not seen.
+fn novel_anchors<S: Source>(
+    view: &View<S>,
+    query: &QueryAnchors,
+    unseen: u64,
+    in_session: &[usize],
+) -> Result<u64> {
+    let mut mask = 0;
+    for (i, anchor) in query.anchors().iter().enumerate() {
+        if unseen & (1u64 << i) != 0 && view.df(anchor.hash)? <= in_session[i] as u64 {
+            mask |= 1u64 << i;
+        }
+    }
+    Ok(mask)
+}
+
+/// What a block's time label costs: ` · ` and the time, as `prompt` renders them.
+fn time_tokens(estimator: &dyn TokenEstimator, time: Option<&str>) -> u32 {
+    time.map_or(0, |t| estimator.estimate(&format!(" · {t}")))
+}
+
 /// The query anchors that are words (hyphen chains too), not CJK n-grams or phrases.
 fn word_anchors(query: &QueryAnchors) -> u64 {
     query
@@ -372,7 +402,7 @@ fn deictic_pin<S: Source>(
         return Ok(None);
     }
     let Some(turn) = view.turn_record(session.id, latest)? else { return Ok(None) };
-    let time_tokens = turn.time.as_deref().map_or(0, |t| params.estimator.estimate(t));
+    let time_tokens = time_tokens(params.estimator, turn.time.as_deref());
     let estimate = |user: &str, assistant: &str| {
         params.estimator.estimate(user) + params.estimator.estimate(assistant) + time_tokens
     };

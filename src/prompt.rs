@@ -52,10 +52,10 @@ pub fn framing(query: &str) -> String {
     format!("{CONTEXT_HEADING}\n\n{QUESTION_HEADING}\n{}\n", query.trim())
 }
 
-/// The per-block framing: `[turn N · ]` (the time's own tokens are the block's), the side labels
-/// and line breaks.
+/// The per-block framing: `[turn N]`, the side labels and line breaks (a time label, ` · TIME`,
+/// is counted in the block's own tokens).
 pub fn block_framing(turn_id: u32) -> String {
-    format!("[turn {turn_id} · ]\nUser: \nAssistant: \n\n")
+    format!("[turn {turn_id}]\nUser: \nAssistant: \n\n")
 }
 
 /// The framing of one projection in a prompt, counted once per projection (the heading with

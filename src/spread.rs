@@ -8,7 +8,10 @@
 //! tell: in a session a frame used in a sixth of the turns and a subject used in a sixteenth
 //! differ by a factor of 2.7). Read from the postings at query time, one seek per anchor and
 //! session, it is up to date after every write and costs nothing to store. With fewer than two
-//! other sessions there is no majority to speak of, and nothing is everyday.
+//! other sessions there is no majority to speak of, and nothing is everyday. While an import's
+//! runs wait to be merged, the index's counts already hold turns whose postings are not yet
+//! readable: for that while the sessions it writes count as not holding the anchor, and the
+//! rate elsewhere comes out a little high.
 
 use crate::error::Result;
 use crate::query::QueryAnchors;
@@ -18,7 +21,7 @@ use crate::store::{Source, View};
 /// It bounds the seeks per query anchor (a matter of speed, not of relevance).
 pub const SAMPLED_SESSIONS: usize = 32;
 
-/// What [`everyday`] needs to know of the session asking.
+/// What [`only_phrasing`] needs to know of the session asking.
 pub struct SessionUse<'a> {
     /// The session's id.
     pub id: u32,
@@ -98,7 +101,8 @@ fn above_chance(observed: u64, expected: f64) -> bool {
         return true;
     }
     if expected > 500.0 {
-        // e^-expected underflows: the normal approximation, with continuity correction
+        // The sum of e^-expected-scaled terms loses precision this far out (and e^-expected
+        // underflows past ~745): the normal approximation, with continuity correction
         // (1.645: the one-sided 5% point).
         return (observed as f64 - 0.5 - expected) / expected.sqrt() > 1.645;
     }

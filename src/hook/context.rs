@@ -66,7 +66,7 @@ fn selection_text(
 ) -> Result<String> {
     let estimator = gatekeeper.estimator();
     let overhead = estimator.estimate(&format!("{heading}\n\n"))
-        + estimator.estimate("[turn 4294967295]\nUser: \nAssistant: \n\n");
+        + estimator.estimate(&crate::prompt::block_framing(u32::MAX));
     if overhead >= budget {
         return Ok(String::new());
     }

@@ -118,7 +118,7 @@ impl<S: Source> View<S> {
 
     /// True if some turn of `session`, folded or pending, holds the anchor: one seek.
     pub fn session_holds(&self, hash: u64, session: u32) -> Result<bool, Error> {
-        if self.tables.postings.range(keys::list_range(hash, session))?.next().is_some() {
+        if self.tables.postings.range(keys::list_range(hash, session))?.next().transpose()?.is_some() {
             return Ok(true);
         }
         Ok(self.pending.of_session(session).any(|(turn, forward)| forward.posting(turn, hash).is_some()))
