@@ -136,7 +136,9 @@ fn readers_and_writers_go_on_through_an_import_and_every_acknowledged_turn_is_st
         })
         .collect();
     let import_started = Instant::now();
-    let import = run_at(&db, ["-q", "import", bulk.to_str().ok_or("path")?])?;
+    // The import waits for the writers' adds between its batches: on a loaded machine that can
+    // pass the default 5 s, which is not what this test is about.
+    let import = run_at(&db, ["--busy-timeout", WRITER_WAIT, "-q", "import", bulk.to_str().ok_or("path")?])?;
     let import_ended = Instant::now();
     // A last round of calls after the import.
     std::thread::sleep(Duration::from_millis(500));
