@@ -5,6 +5,7 @@ use crate::anchor;
 use crate::error::Result;
 use crate::evidence::recall as evidence_recall;
 use crate::gate::{ContentWords, GateDecision, Topic};
+use crate::prompt;
 use crate::prune;
 use crate::query::QueryAnchors;
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
@@ -123,27 +124,27 @@ pub fn select<S: Source>(
     // Framing words identify nothing: their (long) posting lists are not read at all.
     let scored = query.full_mask() & !framing_mask(&query, text);
     let (postings, in_session) = session_postings(view, session.id, &query, scored, params.as_of)?;
-    let in_history: Vec<usize> = postings.iter().map(Vec::len).collect();
-    let asking = spread::SessionUse {
-        id: session.id,
-        turns: session.record.turn_count,
-        as_of: params.as_of,
-        in_history: &in_history,
-        in_session: &in_session,
-    };
+    let held = held_mask(&postings);
     // A query that leaves the current topic, names something no conversation of the index has
     // mentioned, and shares with this history only the person's everyday phrasing (learnt from
     // the other sessions, `spread`) is about something new: no turn is evidence, and only what
     // the history lacks may find a document. (On a continue the query's words are the topic's,
     // however common; a query whose new words other conversations know may be asking about
     // the vocabulary of the person's work, which those conversations share.)
-    let unseen = scored & !held_mask(&postings);
-    let novel = novel_anchors(view, &query, unseen, &in_session)?;
-    let phrasing_only =
-        switch && novel != 0 && spread::only_phrasing(view, &asking, &query, held_mask(&postings))?;
+    let unseen = scored & !held;
+    let phrasing_only = switch && novel_anchors(view, &query, unseen, &in_session)? != 0 && {
+        let asking = spread::SessionUse {
+            id: session.id,
+            turns: session.record.turn_count,
+            as_of: params.as_of,
+            history: &postings,
+            in_session: &in_session,
+        };
+        spread::only_phrasing(view, &asking, &query, held)?
+    };
     let scored_for_evidence = if phrasing_only { unseen } else { scored };
     let scored = if phrasing_only { 0 } else { scored };
-    let held = held_mask(&postings) & scored;
+    let held = held & scored;
     let focus = focus_anchors(&query, held);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
     let context = recall_context(view, params.as_of);
@@ -358,9 +359,9 @@ fn novel_anchors<S: Source>(
     Ok(mask)
 }
 
-/// What a block's time label costs: ` · ` and the time, as `prompt` renders them.
+/// What a block's time label costs (`prompt::time_label`).
 fn time_tokens(estimator: &dyn TokenEstimator, time: Option<&str>) -> u32 {
-    time.map_or(0, |t| estimator.estimate(&format!(" · {t}")))
+    time.map_or(0, |t| estimator.estimate(&prompt::time_label(t)))
 }
 
 /// The query anchors that are words (hyphen chains too), not CJK n-grams or phrases.

@@ -18,10 +18,7 @@ pub fn render(selection: &Selection, query: &str) -> String {
         out.push_str(CONTEXT_HEADING);
         out.push_str("\n\n");
         for block in &selection.blocks {
-            match &block.time {
-                Some(time) => out.push_str(&format!("[turn {} · {time}]\n", block.turn_id)),
-                None => out.push_str(&format!("[turn {}]\n", block.turn_id)),
-            }
+            out.push_str(&format!("[{}]\n", block.label()));
             if !block.user.is_empty() {
                 out.push_str(&format!("User: {}\n", block.user));
             }
@@ -50,6 +47,11 @@ pub fn render_question(query: &str) -> String {
 /// The framing text around the blocks whose tokens the prompt's budget must leave room for.
 pub fn framing(query: &str) -> String {
     format!("{CONTEXT_HEADING}\n\n{QUESTION_HEADING}\n{}\n", query.trim())
+}
+
+/// The part of a block's label its time adds (` · TIME`): its tokens are the block's.
+pub fn time_label(time: &str) -> String {
+    format!(" · {time}")
 }
 
 /// The per-block framing: `[turn N]`, the side labels and line breaks (a time label, ` · TIME`,

@@ -16,6 +16,7 @@
 use crate::error::Result;
 use crate::query::QueryAnchors;
 use crate::store::{Source, View};
+use crate::types::Posting;
 
 /// The other sessions looked at, at most: the newest, whose phrasing is the user's current one.
 /// It bounds the seeks per query anchor (a matter of speed, not of relevance).
@@ -29,8 +30,8 @@ pub struct SessionUse<'a> {
     pub turns: u32,
     /// The turns before the query (the history the selection reads).
     pub as_of: u32,
-    /// Per query anchor: turns of the history that hold it.
-    pub in_history: &'a [usize],
+    /// Per query anchor: its postings in the history.
+    pub history: &'a [Vec<Posting>],
     /// Per query anchor: turns of the whole session that hold it.
     pub in_session: &'a [usize],
 }
@@ -66,7 +67,7 @@ pub fn only_phrasing<S: Source>(
         // Used more often here than elsewhere, beyond chance: this conversation's subject.
         let elsewhere = view.df(anchor.hash)?.saturating_sub(session.in_session[i] as u64);
         let expected = f64::from(session.as_of) * elsewhere as f64 / elsewhere_turns as f64;
-        if above_chance(session.in_history[i] as u64, expected) {
+        if above_chance(session.history[i].len() as u64, expected) {
             return Ok(false);
         }
         let others = match &others {

@@ -81,9 +81,8 @@ fn describe(selection: &Selection) -> String {
     for block in &selection.blocks {
         let _ = writeln!(
             out,
-            "\n── turn {}{} · score {:.3} · {} tokens · covers {}",
-            block.turn_id,
-            block.time.as_deref().map(|t| format!(" · {t}")).unwrap_or_default(),
+            "\n── {} · score {:.3} · {} tokens · covers {}",
+            block.label(),
             block.score,
             block.tokens,
             covers(&block.covered_anchors)

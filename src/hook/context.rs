@@ -77,11 +77,7 @@ fn selection_text(
     let mut out = String::new();
     for block in blocks {
         let mut one = String::new();
-        let label = match &block.time {
-            Some(time) => format!("turn {} · {time}", block.turn_id),
-            None => format!("turn {}", block.turn_id),
-        };
-        render_block(&mut one, &label, &block.user, &block.assistant);
+        render_block(&mut one, &block.label(), &block.user, &block.assistant);
         let heading_cost = if out.is_empty() { estimator.estimate(&format!("{heading}\n\n")) } else { 0 };
         if estimator.estimate(&out) + heading_cost + estimator.estimate(&one) > budget {
             continue;

@@ -56,6 +56,18 @@ pub struct SelectedBlock {
     pub tokens: u32,
 }
 
+impl SelectedBlock {
+    /// How prompts and hook context label the block: `turn N`, then ` · TIME` when the turn
+    /// has a time (whose tokens the block's `tokens` count).
+    pub fn label(&self) -> String {
+        format!(
+            "turn {}{}",
+            self.turn_id,
+            self.time.as_deref().map(crate::prompt::time_label).unwrap_or_default()
+        )
+    }
+}
+
 /// One selected evidence projection (DESIGN §4).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
