@@ -2,12 +2,13 @@
 //!
 //! [`Tokenizer`] names the ones ctxgate ships: the seed's `chars × 1.5` (the default) and the
 //! OpenAI encodings `cl100k_base` and `o200k_base` (from the `bpe-openai` crate, exact counts as
-//! tiktoken's). Every count of a selection (`budget.used`, each block's and projection's
+//! tiktoken's; loaded from the tables `build.rs` reduces to what counting reads). Every count of a selection (`budget.used`, each block's and projection's
 //! `tokens`, a prompt's fit) goes through the [`TokenEstimator`] the call uses.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
 
 /// Estimates how many model tokens a text costs.
 pub trait TokenEstimator: Send + Sync {
@@ -64,15 +65,55 @@ impl Tokenizer {
         let _ = self.encoding();
     }
 
-    /// The encoding, loaded on first use and then kept for the process (`bpe-openai` holds each
-    /// in a `LazyLock`: one deserialization, tens of milliseconds, never per call).
+    /// The encoding, loaded on first use and then kept for the process (one deserialization,
+    /// ~20 ms for o200k, never per call).
     fn encoding(self) -> Option<&'static bpe_openai::Tokenizer> {
         match self {
             Tokenizer::Chars => None,
-            Tokenizer::Cl100k => Some(bpe_openai::cl100k_base()),
-            Tokenizer::O200k => Some(bpe_openai::o200k_base()),
+            Tokenizer::Cl100k => Some(&CL100K),
+            Tokenizer::O200k => Some(&O200K),
         }
     }
+}
+
+/// `cl100k_base`'s pre-tokenization, as `bpe-openai` 0.3.2 writes it (a look-ahead pattern second).
+const CL100K_PATTERNS: [(&str, bool); 3] = [
+    (
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$",
+        false,
+    ),
+    ("\\s+\\s", true),
+    ("\\s+", false),
+];
+
+/// `o200k_base`'s pre-tokenization, as `bpe-openai` 0.3.2 writes it.
+const O200K_PATTERNS: [(&str, bool); 3] = [
+    (
+        concat!(
+            "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+            "|\\p{N}{1,3}",
+            "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
+            "|\\s*[\\r\\n]+",
+            "|\\s+$",
+        ),
+        false,
+    ),
+    ("\\s+\\s", true),
+    ("\\s+", false),
+];
+
+static CL100K: LazyLock<bpe_openai::Tokenizer> = LazyLock::new(|| {
+    counting(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.counting")), &CL100K_PATTERNS)
+});
+
+static O200K: LazyLock<bpe_openai::Tokenizer> =
+    LazyLock::new(|| counting(include_bytes!(concat!(env!("OUT_DIR"), "/o200k.counting")), &O200K_PATTERNS));
+
+/// An encoding that can count and encode, not decode: its tables are those `build.rs` keeps.
+fn counting(tables: &[u8], patterns: &[(&str, bool)]) -> bpe_openai::Tokenizer {
+    let bpe = rmp_serde::from_slice(tables).expect("build.rs wrote these tables");
+    bpe_openai::Tokenizer::new_lookahead(bpe, patterns, false).expect("the crate's own patterns")
 }
 
 impl TokenEstimator for Tokenizer {
@@ -127,6 +168,32 @@ mod tests {
         assert!(
             Tokenizer::O200k.estimate("分布式锁怎么续期") < Tokenizer::Chars.estimate("分布式锁怎么续期")
         );
+    }
+
+    /// The reduced tables count exactly as the crate's full encodings, on text of every kind a
+    /// history holds (prose, code, JSON, CJK, emoji, digits, runs of spaces and newlines).
+    #[test]
+    fn reduced_encodings_count_as_the_full_ones() {
+        let mut texts: Vec<String> = vec![
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap(),
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/tokens.rs")).unwrap(),
+            "分布式锁怎么续期？Redis 的 SETNX 加上过期时间，😀👍🏽 ünïcödé   \n\n\t 12345678 it's".into(),
+            "{\"a\":[1,2,3],\"b\":null}\r\n    fn main() { println!(\"{}\", x); }".into(),
+        ];
+        let pieces: Vec<&str> = texts[0].split_inclusive(['\n', ' ', '.']).collect();
+        let shuffled: String = pieces.iter().rev().copied().collect();
+        texts.push(shuffled);
+        for text in &texts {
+            for (ours, full) in
+                [(Tokenizer::O200k, bpe_openai::o200k_base()), (Tokenizer::Cl100k, bpe_openai::cl100k_base())]
+            {
+                assert_eq!(ours.estimate(text) as usize, full.count(text.as_str()), "{ours}");
+                for cut in (0..text.len()).step_by(text.len() / 40 + 1).filter(|&i| text.is_char_boundary(i))
+                {
+                    assert_eq!(ours.estimate(&text[cut..]) as usize, full.count(&text[cut..]));
+                }
+            }
+        }
     }
 
     #[test]
