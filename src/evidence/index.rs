@@ -279,6 +279,9 @@ impl Gatekeeper {
             for r in references {
                 removed += u64::from(view.remove_evidence(r)?);
             }
+            if removed > 0 {
+                view.clear_import_checkpoints()?;
+            }
             Ok(removed)
         })
     }

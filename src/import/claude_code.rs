@@ -28,7 +28,7 @@
 
 use super::error::Error;
 use super::records::{self, json_text, opt_str, req_object, req_str};
-use super::turns::{Conversation, ParsedFile, Role, TurnBuilder};
+use super::turns::{Carry, Conversation, LiveLog, ParsedFile, Role, TurnBuilder};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -44,12 +44,29 @@ const REJECTION_NOTE: &str = "\n\nNote: The user's next message may contain a co
 
 /// Parses a whole session file.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
+    parse_from(path, text, skip_invalid, None)
+}
+
+/// Parses a session file, or with `resumed` the part of one that starts at the record that
+/// began one of its turns (`text` is that part; `resumed`, what the parse of the whole file
+/// said of its start). The part's first record is where its tree meets the records before it:
+/// a branch that ends anywhere else (another root, a parent not in the part, a record repeated
+/// from before the part) makes the result unsure.
+pub(crate) fn parse_from(
+    path: &Path,
+    text: &str,
+    skip_invalid: bool,
+    resumed: Option<&Carry>,
+) -> Result<ParsedFile, Error> {
     let mut parsed = ParsedFile::default();
+    let base = text.as_ptr() as usize;
     let mut nodes =
-        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, _| node(v))?;
+        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, r| {
+            node(v, r.text.as_ptr() as usize - base)
+        })?;
     let mut seen = HashSet::new();
     nodes.retain(|n| n.uuid.as_ref().is_none_or(|uuid| seen.insert(uuid.clone())));
-    let active = active_branches(&nodes);
+    let (active, trees) = active_branches(&nodes, resumed.is_some());
     let stem = records::name_from_file(
         &path.file_stem().map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned()),
     );
@@ -63,6 +80,7 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
             sessions.len() - 1
         });
         let b = &mut sessions[i].1;
+        b.at(node.offset);
         let time = row.time.as_deref();
         for item in row.items {
             match item {
@@ -86,14 +104,39 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
             }
         }
     }
+    let single = sessions.len() == 1;
     for (key, b) in sessions {
-        records::push(&mut parsed.conversations, Conversation { key, title: None, turns: b.finish() });
+        let built = b.finish_with_starts();
+        if single {
+            // Records with and without `sessionId` feeding one conversation are two trees read
+            // as one: never resumed.
+            let tree = match (trees.get(&Some(key.clone())), trees.get(&None)) {
+                (Some(_), Some(_)) => Tree::Broken,
+                (Some(&tree), None) | (None, Some(&tree)) => tree,
+                (None, None) => Tree::Unlinked,
+            };
+            let unsure = match resumed {
+                // Read again from a turn: the part must be read as the whole file would be.
+                Some(carry) => {
+                    let before = if carry.flag { Tree::Followed } else { Tree::Unlinked };
+                    built.loose > 0 || key != carry.key || tree != before
+                }
+                // A tree that cannot be followed is read in file order, which a record added
+                // later may change: such a file is always read whole.
+                None => tree == Tree::Broken,
+            };
+            let carry = Carry { key: key.clone(), flag: tree == Tree::Followed };
+            parsed.live = Some(LiveLog { starts: built.starts, carry, unsure });
+        }
+        records::push(&mut parsed.conversations, Conversation { key, title: None, turns: built.turns });
     }
     Ok(parsed)
 }
 
 /// A record: its place in the tree and, for a user or assistant record, its content.
 struct Node {
+    /// Where its record starts in the text.
+    offset: usize,
     uuid: Option<String>,
     /// `parentUuid`, or `logicalParentUuid` where that is null (a compaction's boundary).
     parent: Option<String>,
@@ -134,11 +177,12 @@ fn link(v: &Value, key: &str) -> Option<String> {
 }
 
 /// The record's place in the tree and its content.
-fn node(v: &Value) -> Result<Node, String> {
+fn node(v: &Value, offset: usize) -> Result<Node, String> {
     records::object(v, "", "a JSON object with `type`")?;
     let kind = req_str(v, "", "type")?;
     let flag = |key: &str| v.get(key).and_then(Value::as_bool).unwrap_or(false);
     let mut node = Node {
+        offset,
         uuid: link(v, "uuid"),
         parent: link(v, "parentUuid").or_else(|| link(v, "logicalParentUuid")),
         session: None,
@@ -215,10 +259,24 @@ fn row(v: &Value, kind: &str) -> Result<Option<Row>, String> {
     Ok(Some(Row { role, time, items }))
 }
 
+/// How a session's records were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tree {
+    /// Its messages name no parent: read in file order.
+    Unlinked,
+    /// Its active branch was followed from its last message to a root (or to `joint`).
+    Followed,
+    /// The chain met a parent the text does not have, or a cycle: read in file order.
+    Broken,
+}
+
 /// For each node, whether it is on its session's active branch: the chain from the session's
 /// last message back through its parents. Nodes without a `uuid`, and every node of a session
 /// whose chain cannot be followed or whose messages name no parent at all, count as on it.
-fn active_branches(nodes: &[Node]) -> Vec<bool> {
+/// In a `part` of a file (read from a turn's first record), a chain ends at the part's first
+/// node as at a root, and only there: one that ends anywhere else is broken, since the records
+/// before the part may continue it.
+fn active_branches(nodes: &[Node], part: bool) -> (Vec<bool>, HashMap<Option<String>, Tree>) {
     let by_uuid: HashMap<&str, usize> =
         nodes.iter().enumerate().filter_map(|(i, n)| Some((n.uuid.as_deref()?, i))).collect();
     let mut leaves: HashMap<Option<&str>, usize> = HashMap::new();
@@ -232,6 +290,10 @@ fn active_branches(nodes: &[Node]) -> Vec<bool> {
             }
         }
     }
+    let mut trees: HashMap<Option<String>, Tree> = (leaves.keys())
+        .filter(|s| !linked.contains(*s))
+        .map(|s| (s.map(str::to_string), Tree::Unlinked))
+        .collect();
     leaves.retain(|session, _| linked.contains(session));
     // Per session: the nodes of its branch, or `None` when the tree cannot be followed.
     let mut branches: HashMap<Option<&str>, Option<HashSet<usize>>> = HashMap::new();
@@ -242,15 +304,19 @@ fn active_branches(nodes: &[Node]) -> Vec<bool> {
             if !chain.insert(at) {
                 break false; // a cycle
             }
-            let Some(parent) = nodes[at].parent.as_deref() else { break true };
+            if part && at == 0 {
+                break true;
+            }
+            let Some(parent) = nodes[at].parent.as_deref() else { break !part };
             match by_uuid.get(parent) {
                 Some(&next) => at = next,
-                None => break false, // a parent the file does not have
+                None => break false, // a parent the text does not have
             }
         };
+        trees.insert(session.map(str::to_string), if followed { Tree::Followed } else { Tree::Broken });
         branches.insert(session, followed.then_some(chain));
     }
-    nodes
+    let active = nodes
         .iter()
         .enumerate()
         .map(|(i, n)| {
@@ -260,7 +326,8 @@ fn active_branches(nodes: &[Node]) -> Vec<bool> {
                     _ => true,
                 }
         })
-        .collect()
+        .collect();
+    (active, trees)
 }
 
 /// The tag of the reminders the harness adds to user text, wherever they sit in it.
@@ -590,6 +657,64 @@ mod tests {
             let parsed = parse(Path::new("s.jsonl"), &rows.join("\n"), false).unwrap();
             let got: Vec<&str> = parsed.conversations[0].turns.iter().map(|t| t.user.as_str()).collect();
             assert_eq!(got, users, "{rows:?}");
+        }
+    }
+
+    /// A part read from a turn's record is sure only when nothing in it can reach before it:
+    /// each case below reads differently whole, and is reported unsure.
+    #[test]
+    fn a_part_that_reaches_before_its_start_is_unsure() {
+        let row = |uuid: &str, parent: &str, kind: &str, session: &str, content: &str| {
+            format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},{session}"message":{{"role":"{kind}","content":{content}}}}}"#
+            )
+        };
+        let s = r#""sessionId":"s","#;
+        let text = |t: &str| format!("\"{t}\"");
+        let head =
+            [row("u1", "null", "user", s, &text("one")), row("a1", r#""u1""#, "assistant", s, &text("two"))];
+        // The part starts at u2, the record that began turn 1.
+        let part = |rows: &[String]| {
+            let file = [&head[..], rows].concat().join("\n");
+            let whole = parse(Path::new("s.jsonl"), &file, false).unwrap();
+            let carry = whole.live.as_ref().map(|l| l.carry.clone()).unwrap_or_default();
+            let start = file.find(r#""uuid":"u2""#).map(|i| file[..i].rfind('{').unwrap()).unwrap();
+            let part = parse_from(Path::new("s.jsonl"), &file[start..], false, Some(&carry)).unwrap();
+            part.live.unwrap().unsure
+        };
+        let grown = [
+            row("u2", r#""a1""#, "user", s, &text("three")),
+            row("a2", r#""u2""#, "assistant", s, &text("four")),
+        ];
+        assert!(!part(&grown), "a plain continuation is sure");
+        let cases = [
+            ("a rewind to a new root", vec![row("u3", "null", "user", s, &text("five"))]),
+            ("a branch from before the part", vec![row("u3", r#""a1""#, "user", s, &text("five"))]),
+            (
+                "a record repeated from before the part",
+                vec![
+                    row("a1", r#""u1""#, "assistant", s, &text("two")),
+                    row("u3", r#""a1""#, "user", s, &text("five")),
+                ],
+            ),
+            ("a record without `sessionId`", vec![row("u3", r#""a2""#, "user", "", &text("five"))]),
+            (
+                "a result that names no call",
+                vec![
+                    row("u3", r#""a2""#, "user", s, &text("five")),
+                    row(
+                        "a3",
+                        r#""u3""#,
+                        "assistant",
+                        s,
+                        r#"[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]"#,
+                    ),
+                    row("r3", r#""a3""#, "user", s, r#"[{"type":"tool_result","content":"ok"}]"#),
+                ],
+            ),
+        ];
+        for (what, rows) in cases {
+            assert!(part(&[&grown[..], &rows].concat()), "{what}");
         }
     }
 

@@ -14,7 +14,7 @@
 
 use super::error::Error;
 use super::records::{self, json_text, opt_array, opt_str, req_str};
-use super::turns::{Conversation, ParsedFile, Role, TurnBuilder};
+use super::turns::{Carry, Conversation, LiveLog, ParsedFile, Role, TurnBuilder};
 use serde_json::Value;
 use std::path::Path;
 
@@ -31,16 +31,34 @@ const INJECTED: [&str; 7] = [
 
 /// Parses a whole rollout file.
 pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
+    parse_from(path, text, skip_invalid, None)
+}
+
+/// Parses a rollout file, or with `resumed` the part of one that starts at the line that began
+/// one of its turns (`text` is that part; `resumed`, what the parse of the whole file said of
+/// the lines before it: the session id, whether response items are read).
+pub(crate) fn parse_from(
+    path: &Path,
+    text: &str,
+    skip_invalid: bool,
+    resumed: Option<&Carry>,
+) -> Result<ParsedFile, Error> {
     let mut parsed = ParsedFile::default();
-    let lines =
-        records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, _| line(v))?;
-    let has_items = lines.iter().any(|(_, item)| matches!(item, Item::Message { event: false, .. }));
-    let mut key = None;
+    let base = text.as_ptr() as usize;
+    let lines = records::convert(path, records::lines(text), skip_invalid, &mut parsed.skipped, |v, r| {
+        line(v).map(|(time, item)| (r.text.as_ptr() as usize - base, time, item))
+    })?;
+    let here = lines.iter().any(|(_, _, item)| matches!(item, Item::Message { event: false, .. }));
+    let has_items = here || resumed.is_some_and(|carry| carry.flag);
+    let mut unsure = resumed.is_some_and(|carry| !carry.flag && here);
+    let mut key = resumed.map(|carry| carry.key.clone());
     let mut b = TurnBuilder::new();
-    for (time, item) in lines {
+    for (offset, time, item) in lines {
+        b.at(offset);
         let time = time.as_deref();
         match item {
             Item::Meta(id) => {
+                unsure |= resumed.is_some_and(|carry| carry.key != id);
                 key.get_or_insert(id);
             }
             Item::Message { event, role, texts } => {
@@ -57,7 +75,11 @@ pub(crate) fn parse(path: &Path, text: &str, skip_invalid: bool) -> Result<Parse
         }
     }
     let key = key.unwrap_or_else(|| fallback_key(path));
-    records::push(&mut parsed.conversations, Conversation { key, title: None, turns: b.finish() });
+    let built = b.finish_with_starts();
+    let unsure = unsure || (resumed.is_some() && built.loose > 0);
+    let carry = Carry { key: key.clone(), flag: has_items };
+    parsed.live = Some(LiveLog { starts: built.starts, carry, unsure });
+    records::push(&mut parsed.conversations, Conversation { key, title: None, turns: built.turns });
     Ok(parsed)
 }
 

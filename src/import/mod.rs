@@ -382,13 +382,20 @@ fn line_of_offset(bytes: &[u8], offset: usize) -> u64 {
 
 /// Reads and parses a whole file as `format` (not [`Format::Auto`]: detect it first).
 pub fn read_file(path: &Path, format: Format, skip_invalid: bool) -> Result<ParsedFile, Error> {
+    formats::parse(format, path, &read_text(path)?, skip_invalid)
+}
+
+/// A log file's text.
+///
+/// # Errors
+/// [`Error::Io`] for a file that cannot be read, [`Error::Shape`] for one that is not UTF-8.
+pub fn read_text(path: &Path) -> Result<String, Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    let text = String::from_utf8(bytes).map_err(|e| Error::Shape {
+    String::from_utf8(bytes).map_err(|e| Error::Shape {
         path: path.to_path_buf(),
         at: error::Location::Line(line_of_offset(e.as_bytes(), e.utf8_error().valid_up_to())),
         what: "not valid UTF-8".into(),
-    })?;
-    formats::parse(format, path, &text, skip_invalid)
+    })
 }
 
 #[cfg(test)]

@@ -83,6 +83,34 @@ pub struct ParsedFile {
     pub conversations: Vec<Conversation>,
     /// Records skipped (only with `skip_invalid`).
     pub skipped: Vec<Skipped>,
+    /// For a live agent log of one conversation: where a later read may start instead of at
+    /// the file's start (`crate::write::resume`).
+    pub live: Option<LiveLog>,
+}
+
+/// Where the turns of a live agent log (one conversation) begin in its text, and what a read
+/// that starts at one of them must know of the records before it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LiveLog {
+    /// For each turn of the conversation, the byte offset of the record that began it.
+    pub starts: Vec<usize>,
+    /// What the parse of the records before a start decided for the records after it.
+    pub carry: Carry,
+    /// True if a read that started inside the file may differ from reading it whole: a record
+    /// linked to one before the start, a result for a call it does not hold. The caller reads
+    /// the whole file instead.
+    pub unsure: bool,
+}
+
+/// What a parse knew from the start of a live log, kept with a resume point.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Carry {
+    /// The conversation's key.
+    pub key: String,
+    /// Claude Code: the session's record tree could be followed (else it is read in file
+    /// order). Codex: the rollout holds `response_item` messages (else `event_msg` ones are
+    /// read).
+    pub flag: bool,
 }
 
 /// What a failed call's mention says after its name.
@@ -96,12 +124,36 @@ pub struct TurnBuilder {
     /// For each tool of each turn (`turns`, then `current`), where its `[tool: NAME]` mention
     /// ends in the assistant text (`None` for a document without a mention).
     mentions: Vec<Vec<Option<usize>>>,
+    /// Where the record being fed starts in the file ([`Self::at`]).
+    at: usize,
+    /// Where the record that began each turn of `turns` starts, then `current`'s.
+    starts: Vec<usize>,
+    current_start: usize,
+    /// Results a read that starts later might attach elsewhere ([`BuiltTurns::loose`]).
+    loose: usize,
+}
+
+/// A builder's turns with where each began and how many results matched no call.
+#[derive(Debug, Default)]
+pub struct BuiltTurns {
+    /// The turns, in order.
+    pub turns: Vec<ParsedTurn>,
+    /// The byte offset of the record that began each turn (as given to [`TurnBuilder::at`]).
+    pub starts: Vec<usize>,
+    /// Results that matched no call waiting for one, or matched one only by order (they name
+    /// no call): a read that starts at a later turn might attach them to another call.
+    pub loose: usize,
 }
 
 impl TurnBuilder {
     /// A builder with no turns.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Says where the record whose items come next starts in the file.
+    pub fn at(&mut self, offset: usize) {
+        self.at = offset;
     }
 
     /// Adds a message's text; blank text is ignored.
@@ -188,6 +240,9 @@ impl TurnBuilder {
                 }
                 .map(|(t, c, _)| (t, c))
             };
+        if found.is_none() || call_id.is_none() {
+            self.loose += 1;
+        }
         let Some((t, c)) = found else { return };
         let closed = self.turns.len();
         let Some(turn) = (if t < closed { self.turns.get_mut(t) } else { self.current.as_mut() }) else {
@@ -203,15 +258,21 @@ impl TurnBuilder {
     }
 
     /// The turns; a turn with neither text nor tools is dropped.
-    pub fn finish(mut self) -> Vec<ParsedTurn> {
+    pub fn finish(self) -> Vec<ParsedTurn> {
+        self.finish_with_starts().turns
+    }
+
+    /// The turns, with where each began.
+    pub fn finish_with_starts(mut self) -> BuiltTurns {
         self.close();
-        self.turns
+        BuiltTurns { turns: self.turns, starts: self.starts, loose: self.loose }
     }
 
     fn open(&mut self, time: Option<&str>) -> &mut ParsedTurn {
         if self.current.is_none() {
             self.mentions.truncate(self.turns.len());
             self.mentions.push(Vec::new());
+            self.current_start = self.at;
         }
         self.current
             .get_or_insert_with(|| ParsedTurn { time: time.map(str::to_string), ..ParsedTurn::default() })
@@ -230,6 +291,7 @@ impl TurnBuilder {
         if let Some(turn) = self.current.take() {
             if !turn.user.is_empty() || !turn.assistant.is_empty() || !turn.tools.is_empty() {
                 self.turns.push(turn);
+                self.starts.push(self.current_start);
             }
             self.mentions.truncate(self.turns.len());
         }
@@ -318,5 +380,28 @@ mod tests {
         let results: Vec<Option<&str>> = turns[1].tools.iter().map(|t| t.result.as_deref()).collect();
         assert_eq!(results, [Some("timeout"), Some("notes")]);
         assert!(turns[1].is_unanswered(), "a failed call alone is no reply yet");
+    }
+
+    #[test]
+    fn each_turn_starts_at_the_record_that_began_it() {
+        let mut b = TurnBuilder::new();
+        b.at(0);
+        b.message(Role::User, "first", None);
+        b.at(10);
+        b.message(Role::Assistant, "reply", None);
+        b.at(20);
+        b.message(Role::User, "   ", None); // blank: begins nothing
+        b.at(30);
+        b.message(Role::User, "second", None);
+        b.at(40);
+        b.tool_result(Some("nobody"), "a result for a call not made");
+        b.tool_call("Bash", None, "{}", None);
+        b.tool_result(None, "matched by order only");
+        b.tool_call("Read", Some("r1"), "{}", None);
+        b.tool_result(Some("r1"), "matched by id");
+        let built = b.finish_with_starts();
+        assert_eq!(built.turns.len(), 2);
+        assert_eq!(built.starts, [0, 30]);
+        assert_eq!(built.loose, 2, "the unmatched result and the one matched by order");
     }
 }

@@ -122,6 +122,9 @@ fn choose_before<S: Source>(view: &View<S>, cutoff: f64) -> Result<Chosen> {
 fn forget(view: &mut View<WriteSource<'_>>, (ids, mut report): Chosen) -> Result<ForgetReport> {
     let removed = view.remove_sessions(&ids, folded_lengths)?;
     report.evidence = view.remove_session_evidence(&ids)?;
+    if !ids.is_empty() {
+        view.clear_import_checkpoints()?;
+    }
     Ok(with_counts(report, removed))
 }
 

@@ -16,6 +16,7 @@
 //! | `evidence_refs` | evidence ref | evidence id |
 //! | `evidence_postings` | `(hash, evidence id)` | term frequency, document length |
 //! | `evidence_terms` | anchor hash | evidence documents holding it |
+//! | `import_checkpoints` | a log file's absolute path | postcard checkpoint of its last import: where the next one may start reading (`write::resume`); a cache, created by the first write that needs it |
 //!
 //! Evidence documents are few and large next to turns, and are replaced when their file
 //! changes, so their postings are one row per (anchor, document): written and removed directly,
@@ -87,7 +88,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tables::{
-    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
+    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, IMPORT_CHECKPOINTS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
     RUN_FILES, RUNS, SESSION_NAMES, SESSIONS, TERMS, TURNS,
 };
 use view::Tables;
@@ -453,6 +454,19 @@ impl Store {
             .map_err(|source| Error::Io { path: self.path.clone(), source })
     }
 
+    /// The import checkpoint stored for `key` (`import_checkpoints`), in its own read
+    /// transaction; `None` also for an index made before the table existed.
+    pub fn import_checkpoint(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        damage::catch_redb_panic(&self.path, || {
+            let txn = self.db.begin_read()?;
+            match txn.open_table(IMPORT_CHECKPOINTS) {
+                Ok(table) => Ok(table.get(key)?.map(|v| v.value().to_vec())),
+                Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+
     /// A consistent snapshot for reading (one redb read transaction).
     pub fn read(&self) -> Result<View<ReadSource>, Error> {
         let txn = self.db.begin_read()?;
@@ -471,6 +485,7 @@ impl Store {
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS)?,
                 evidence_terms: txn.open_table(EVIDENCE_TERMS)?,
                 runs: has_rows(&txn, RUN_FILES)? || has_rows(&txn, RUNS)?,
+                checkpoints: (),
             },
         )
     }
@@ -504,6 +519,7 @@ impl Store {
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS).map_err(Error::from)?,
                 evidence_terms: txn.open_table(EVIDENCE_TERMS).map_err(Error::from)?,
                 runs: txn.open_table(RUN_FILES).map_err(Error::from)?,
+                checkpoints: txn.open_table(IMPORT_CHECKPOINTS).map_err(Error::from)?,
             };
             let mut view = View::open(&self.path, tables)?;
             let value = f(&mut view)?;

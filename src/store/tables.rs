@@ -36,3 +36,7 @@ pub const EVIDENCE_POSTINGS: TableDefinition<(u64, u32), (u32, u32)> =
     TableDefinition::new("evidence_postings");
 /// Anchor hash -> number of evidence documents holding it.
 pub const EVIDENCE_TERMS: TableDefinition<u64, u32> = TableDefinition::new("evidence_terms");
+/// Log file (its absolute path's bytes) -> where its next import may start reading
+/// (`crate::write::resume`, which owns the value's encoding). A cache: a missing or stale row
+/// only means the file is read whole. Created by the first write that needs it.
+pub const IMPORT_CHECKPOINTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("import_checkpoints");

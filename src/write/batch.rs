@@ -63,6 +63,9 @@ pub struct Writer<'g> {
     sessions: Vec<Destination>,
     /// Each session's next turn id, as this import has written it.
     next_turns: RefCell<Vec<u32>>,
+    /// The file's import checkpoint, stored with the turns of a file of one batch.
+    checkpoint: RefCell<Option<(Vec<u8>, super::resume::Checkpoint)>>,
+    wrote_checkpoint: std::cell::Cell<bool>,
 }
 
 impl<'g> Writer<'g> {
@@ -75,7 +78,21 @@ impl<'g> Writer<'g> {
             path: path.to_path_buf(),
             sessions,
             next_turns,
+            checkpoint: RefCell::new(None),
+            wrote_checkpoint: std::cell::Cell::new(false),
         }
+    }
+
+    /// Stores `checkpoint` (its key and value) in the transaction of the turns, when they are
+    /// one batch ([`Self::wrote_checkpoint`] says whether they were).
+    pub(super) fn with_checkpoint(self, checkpoint: Option<(Vec<u8>, super::resume::Checkpoint)>) -> Self {
+        *self.checkpoint.borrow_mut() = checkpoint;
+        self
+    }
+
+    /// Whether the checkpoint went with the turns (else the caller stores it on its own).
+    pub(super) fn wrote_checkpoint(&self) -> bool {
+        self.wrote_checkpoint.get()
     }
 
     /// Writes every batch, preparing the next one while the current one is written.
@@ -193,6 +210,10 @@ impl<'g> Writer<'g> {
                 Ok(run.transpose()?)
             })?;
             append_time = started.elapsed();
+            if !into_run && let Some((key, checkpoint)) = self.checkpoint.borrow_mut().take() {
+                super::resume::store(view, &key, checkpoint)?;
+                self.wrote_checkpoint.set(true);
+            }
             if pending {
                 return Ok(());
             }

@@ -9,10 +9,13 @@
 //!   file again adds nothing; a log that grew adds its new turns. A file whose history differs
 //!   is refused (`Conflict`). Live agent logs (Claude Code, Codex) hold back a last turn still
 //!   waiting for its reply.
-//! - **Tool results** become evidence after the turns. Those of every turn of the file are
-//!   looked at on each import, turns already there included: a result missing from the index
-//!   (an import interrupted while storing them, a write that failed) is stored by the next
-//!   import of the file. Each one that cannot be stored is listed in
+//! - **Live logs resume** ([`resume`]): a Claude Code or Codex log is read again from the record
+//!   that began its session's last stored turn when its bytes before that are unchanged, and
+//!   whole otherwise; the outcome is the whole read's.
+//! - **Tool results** become evidence after the turns. Those of every turn read are looked at
+//!   on each import, turns already there included (a resumed read starts at the last turn whose
+//!   results were all stored): a result missing from the index (an import interrupted while
+//!   storing them, a write that failed) is stored by the next import of the file. Each one that cannot be stored is listed in
 //!   [`FileReport::failed_tool_outputs`] with its ref and why; its turn stays imported.
 //! - **All or nothing on bad input, per file**: the whole file is parsed and checked before
 //!   anything is written, so a malformed record leaves the index as it was. `skip_invalid`
@@ -32,6 +35,7 @@
 
 pub(crate) mod batch;
 mod plan;
+mod resume;
 mod stream;
 pub(crate) mod turn;
 
@@ -114,6 +118,11 @@ pub struct FileReport {
     pub error_kind: Option<&'static str>,
     /// Its format (detected or given; `auto` for a file whose format was not found).
     pub format: Format,
+    /// For a live agent log read from where its last import left it: the byte offset the read
+    /// started at (the record that began the session's last stored turn; with evidence, of the
+    /// last turn whose tool results were all stored). Absent when the file was read whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_from: Option<u64>,
     /// Per session.
     pub sessions: Vec<SessionReport>,
     /// Turns added.
@@ -149,6 +158,7 @@ impl FileReport {
             reason: Some(reason),
             error_kind,
             format: Format::Auto,
+            read_from: None,
             sessions: Vec::new(),
             new_turns: 0,
             existing_turns: 0,
@@ -386,8 +396,66 @@ fn import_as(
         // The canonical format is streamed: memory stays bounded by one batch.
         return stream::import(gatekeeper, path, options, offsets);
     }
-    let parsed = import::read_file(path, format, options.skip_invalid)?;
-    let plans = plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
+    let text = import::read_text(path)?;
+    let key = resume::key(path);
+    // A live log read again from where its last import left it, else whole.
+    let resumed = resume::read(gatekeeper, path, format, &text, options)?
+        .filter(|r| !offsets.contains_key(&r.checkpoint.session));
+    let planned = match resumed {
+        Some(resumed) => {
+            let mut continued = offsets.clone();
+            continued.insert(resumed.checkpoint.session.clone(), resumed.turn as usize);
+            let live = resumed.parsed.live.clone();
+            let skipped = resumed.parsed.skipped.clone();
+            let session = options.session.as_deref();
+            match plan(gatekeeper, path, format, resumed.parsed.conversations, session, &mut continued) {
+                Ok(mut plans) => {
+                    *offsets = continued;
+                    for plan in &mut plans {
+                        plan.existing += u64::from(resumed.turn); // the turns not read again
+                    }
+                    Some((plans, skipped, live, resumed.offset, resumed.turn, Some(resumed.checkpoint)))
+                }
+                Err(e @ (crate::Error::Conflict { .. } | crate::Error::Import(_))) => {
+                    // The whole file decides: the same conflict, or none.
+                    log::debug!("{}: not resumed ({e}); reading it whole", path.display());
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        None => None,
+    };
+    let (plans, skipped, live, read_from, first_read, resumed) = match planned {
+        Some(planned) => planned,
+        None => {
+            let parsed = formats::parse(format, path, &text, options.skip_invalid)?;
+            let before = offsets.clone();
+            let plans =
+                plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
+            // A checkpoint counts turns from the session's start: not for a file that
+            // continues a session an earlier file of this import fed.
+            // Nor for one read past bad records: a strict read of it fails.
+            let fresh = matches!(&plans[..], [p] if !before.contains_key(&p.session));
+            let live = parsed.live.filter(|_| fresh && parsed.skipped.is_empty());
+            (plans, parsed.skipped, live, 0, 0, None)
+        }
+    };
+    let all_evidence_stored = options.evidence && plans.iter().all(|p| p.tool_outputs.is_empty());
+    let checkpoint = match &plans[..] {
+        [plan] => resume::after_import(
+            format,
+            &plan.session,
+            &text,
+            live.as_ref(),
+            read_from,
+            first_read,
+            plan.first_turn + plan.turns.len() as u32,
+            all_evidence_stored,
+            resumed.as_ref(),
+        ),
+        _ => None,
+    };
     let mut sessions = Vec::new();
     let mut new_turns = 0;
     let mut existing_turns = 0;
@@ -414,20 +482,39 @@ fn import_as(
         let batch: Vec<_> = turns.by_ref().take(BATCH_TURNS).collect();
         (!batch.is_empty()).then_some(Ok(batch))
     });
-    Writer::new(gatekeeper, path, destinations).write_all(batches)?;
+    // The checkpoint goes with the turns unless results are still to be stored, which may move
+    // its evidence point: then it follows them.
+    let with_turns = checkpoint.clone().filter(|_| tool_outputs.is_empty());
+    let writer =
+        Writer::new(gatekeeper, path, destinations).with_checkpoint(with_turns.map(|c| (key.clone(), c)));
+    writer.write_all(batches)?;
     // After the turns, in transactions of their own: a crash in between leaves the turns, and
     // importing the file again stores the outputs (those of turns already there included).
     let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
+    let checkpoint = checkpoint.map(|mut c| {
+        if options.evidence && outputs.failed.is_empty() {
+            c.evidence = Some(c.turns);
+        }
+        c
+    });
+    // Unchanged (the session too, or the file would not have been resumed): nothing to write.
+    let unchanged = |c: &resume::Checkpoint| {
+        resumed.as_ref().is_some_and(|r| *r == resume::Checkpoint { digest: r.digest, ..c.clone() })
+    };
+    if let Some(checkpoint) = checkpoint.filter(|c| !writer.wrote_checkpoint() && !unchanged(c)) {
+        gatekeeper.store().write(|view| resume::store(view, &key, checkpoint))?;
+    }
     Ok(FileReport {
         path: path.to_path_buf(),
         status: FileStatus::Imported,
         reason: None,
         error_kind: None,
         format,
+        read_from: resumed.as_ref().map(|_| read_from as u64),
         sessions,
         new_turns,
         existing_turns,
-        skipped: parsed.skipped,
+        skipped,
         tool_outputs: outputs.stored,
         tool_outputs_failed: outputs.failed.len() as u64,
         failed_tool_outputs: outputs.failed,

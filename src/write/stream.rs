@@ -163,6 +163,7 @@ pub(super) fn import(
         reason: None,
         error_kind: None,
         format: Format::Jsonl,
+        read_from: None,
         sessions,
         new_turns,
         existing_turns,

@@ -48,6 +48,9 @@ pub trait Source {
     type EvidenceTerms: ReadableTable<u64, u32>;
     /// `posting_run_files`: only a write transaction has them (see `super::run_file`).
     type Runs;
+    /// `import_checkpoints`: only a write transaction has them (readers use
+    /// `Store::import_checkpoint`: older files lack the table).
+    type Checkpoints;
 }
 
 /// Tables of a read transaction.
@@ -65,6 +68,7 @@ impl Source for ReadSource {
     type EvidenceTerms = ReadOnlyTable<u64, u32>;
     /// Whether an import's runs wait in the snapshot ([`View::import_running`]).
     type Runs = bool;
+    type Checkpoints = ();
 }
 
 /// Tables of a write transaction.
@@ -81,6 +85,7 @@ impl<'t> Source for WriteSource<'t> {
     type EvidencePostings = Table<'t, (u64, u32), (u32, u32)>;
     type EvidenceTerms = Table<'t, u64, u32>;
     type Runs = Table<'t, u32, (u64, u64, u64)>;
+    type Checkpoints = Table<'t, &'static [u8], &'static [u8]>;
 }
 
 /// The opened tables of one transaction.
@@ -97,6 +102,7 @@ pub(super) struct Tables<S: Source> {
     pub evidence_postings: S::EvidencePostings,
     pub evidence_terms: S::EvidenceTerms,
     pub runs: S::Runs,
+    pub checkpoints: S::Checkpoints,
 }
 
 /// Rows of the `turns`, `postings`, `terms` and `evidence` tables.

@@ -23,6 +23,20 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
+    /// Stores the import checkpoint of a log file (`import_checkpoints`; the caller encodes it).
+    pub fn put_import_checkpoint(&mut self, key: &[u8], value: &[u8]) -> Result<(), Error> {
+        self.tables.checkpoints.insert(key, value)?;
+        Ok(())
+    }
+
+    /// Drops every import checkpoint: after turns or evidence are removed, a log read from a
+    /// checkpoint would not store them again, and a forgotten session's file names stay out of
+    /// the index. They are a cache: the next import of each file reads it whole.
+    pub fn clear_import_checkpoints(&mut self) -> Result<(), Error> {
+        self.tables.checkpoints.retain(|_, _| false)?;
+        Ok(())
+    }
+
     /// Stores a new turn; its anchors wait for the fold where `row` says.
     pub fn put_turn(
         &mut self,
