@@ -23,7 +23,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const USAGE: &str = "usage: hook_bench [--turns N (100000)] [--transcript T (2000)] [--calls R (50)] \
-[--seed X (42)] [--tool-calls] [--tokenizer NAME (the hook's default)] [--ctxgate PATH]";
+[--seed X (42)] [--tool-calls] [--tokenizer NAME (the hook's default)] [--ctxgate PATH] \
+[--keep DIR (leave the index and transcript there)]";
 
 const PROJECT: &str = "/home/dev/src/bench-project";
 const SESSION_ID: &str = "0b5e7c1d-0000-4000-8000-00000000beef";
@@ -40,6 +41,8 @@ struct Args {
     /// `--tokenizer` for the hook; `None`, its default.
     tokenizer: Option<String>,
     ctxgate: PathBuf,
+    /// Where to build the index and transcript and leave them, for a look afterwards.
+    keep: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -52,6 +55,7 @@ fn parse_args() -> Result<Args> {
         tool_calls: false,
         tokenizer: None,
         ctxgate: exe.with_file_name("ctxgate"),
+        keep: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,6 +68,7 @@ fn parse_args() -> Result<Args> {
             "--ctxgate" => args.ctxgate = PathBuf::from(value()?),
             "--tokenizer" => args.tokenizer = Some(value()?),
             "--tool-calls" => args.tool_calls = true,
+            "--keep" => args.keep = Some(PathBuf::from(value()?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -114,6 +119,8 @@ impl Transcript {
         let line = json!({
             "isSidechain": false, "userType": "external", "cwd": PROJECT, "sessionId": SESSION_ID,
             "version": "1.0.83", "type": role, "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            // Each record the child of the one before, as Claude Code links them.
+            "parentUuid": (n > 1).then(|| format!("00000000-0000-4000-8000-{:012}", n - 1)),
             "timestamp": format!("2025-06-14T{:02}:{:02}:{:02}.000Z", (n / 3600) % 24, (n / 60) % 60, n % 60),
             "message": message,
         });
@@ -124,12 +131,19 @@ impl Transcript {
 
 fn main() -> Result<()> {
     let args = parse_args()?;
-    let dir = tempfile::tempdir()?;
-    let db = dir.path().join("index.redb");
+    let temp = tempfile::tempdir()?;
+    let dir = match &args.keep {
+        Some(keep) => {
+            std::fs::create_dir_all(keep)?;
+            keep.clone()
+        }
+        None => temp.path().to_path_buf(),
+    };
+    let db = dir.join("index.redb");
     let corpus = Corpus::new(args.seed);
 
     let started = Instant::now();
-    let history = dir.path().join("history.jsonl");
+    let history = dir.join("history.jsonl");
     {
         let mut out = BufWriter::new(std::fs::File::create(&history)?);
         let sessions = u32::try_from(args.turns.div_ceil(TURNS_PER_SESSION).max(1))?;
@@ -146,7 +160,7 @@ fn main() -> Result<()> {
     println!("index: {} turns imported in {:.1} s", report.new_turns, started.elapsed().as_secs_f64());
 
     // The live session: a transcript of `--transcript` turns from a session of its own.
-    let path = dir.path().join(format!("{SESSION_ID}.jsonl"));
+    let path = dir.join(format!("{SESSION_ID}.jsonl"));
     let mut transcript = Transcript { file: BufWriter::new(std::fs::File::create(&path)?), records: 0 };
     let mut live = corpus.session(u32::MAX);
     for _ in 0..args.transcript {
