@@ -172,7 +172,7 @@ impl Engine {
         }
         let db = Arc::clone(db);
         // A transaction the thread gets after the timeout is dropped there: aborted.
-        Ok(wait_on_thread(path, timeout, move || db.begin_write())??)
+        Ok(wait_on_thread(path, timeout, None, move || db.begin_write())??)
     }
 }
 
@@ -726,18 +726,33 @@ fn open_writer(path: &Path, options: &StoreOptions) -> Result<redb::Database, Er
     let (owned, options) = (path.to_path_buf(), options.clone());
     // A little past the timeout: a wait for a process that holds the file ends on its own.
     let timeout = options.busy_timeout + BUSY_RETRY * 2;
-    wait_on_thread(path, timeout, move || {
-        with_busy_wait(&owned, options.busy_timeout, || builder(&options).create(&owned))
+    // Once the open repairs the file it holds it: the wait is over, and the repair (a walk of
+    // the whole file) takes as long as it takes.
+    let repairing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = Arc::clone(&repairing);
+    let shown = path.display().to_string();
+    wait_on_thread(path, timeout, Some(&repairing), move || {
+        with_busy_wait(&owned, options.busy_timeout, || {
+            let mut builder = builder(&options);
+            let (seen, shown) = (Arc::clone(&seen), shown.clone());
+            builder.set_repair_callback(move |session| {
+                seen.store(true, std::sync::atomic::Ordering::Release);
+                log::info!("{shown}: repair {:.0}% done", session.progress() * 100.0);
+            });
+            builder.create(&owned)
+        })
     })?
 }
 
 /// Runs `work`, which may block on another process's lock, on a thread of its own, and gives
-/// up on it after `timeout`: [`Error::Busy`]. What it returns after that is dropped on its
-/// thread. A panic in `work` (redb's, on a damaged file) goes on on this thread, where the
-/// callers catch it.
+/// up on it after `timeout`: [`Error::Busy`]; unless `past_the_wait` is set by then (`work`
+/// holds the lock and is busy with the file itself), when it waits for `work` to end. What it
+/// returns after it was given up is dropped on its thread. A panic in `work` (redb's, on a
+/// damaged file) goes on on this thread, where the callers catch it.
 fn wait_on_thread<T: Send + 'static>(
     path: &Path,
     timeout: Duration,
+    past_the_wait: Option<&std::sync::atomic::AtomicBool>,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, Error> {
     let started = Instant::now();
@@ -748,7 +763,13 @@ fn wait_on_thread<T: Send + 'static>(
             let _ = sender.send(work());
         })
         .map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    match receiver.recv_timeout(timeout) {
+    let mut answer = receiver.recv_timeout(timeout);
+    if matches!(answer, Err(std::sync::mpsc::RecvTimeoutError::Timeout))
+        && past_the_wait.is_some_and(|flag| flag.load(std::sync::atomic::Ordering::Acquire))
+    {
+        answer = receiver.recv().map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected);
+    }
+    match answer {
         Ok(done) => {
             // It ends right after sending; joined, it has dropped what it held (the handle a
             // compaction needs alone).
@@ -800,6 +821,28 @@ fn with_busy_wait<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The busy timeout bounds the wait for another process, not work past it: an open that
+    /// has begun repairing the file is waited for; one still waiting is given up.
+    #[test]
+    fn a_wait_is_given_up_but_not_the_work_past_it() {
+        let path = Path::new("index.redb");
+        let timeout = Duration::from_millis(20);
+        let slow = |past: Option<Arc<std::sync::atomic::AtomicBool>>| {
+            move || {
+                if let Some(past) = past {
+                    past.store(true, std::sync::atomic::Ordering::Release);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+                7
+            }
+        };
+        let past = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        assert_eq!(wait_on_thread(path, timeout, Some(&past), slow(Some(Arc::clone(&past)))).unwrap(), 7);
+        let waiting = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let given_up = wait_on_thread(path, timeout, Some(&waiting), slow(None));
+        assert!(matches!(given_up, Err(Error::Busy { .. })), "{given_up:?}");
+    }
 
     fn leaf_pages(store: &Store) -> u64 {
         let txn = store.db.begin_read().unwrap();
