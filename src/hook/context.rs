@@ -75,17 +75,19 @@ fn selection_text(
     let selection = gatekeeper.session(session)?.select_with(query, &options)?;
     let blocks: Vec<&SelectedBlock> = selection.blocks.iter().collect();
     let mut out = String::new();
+    let mut out_tokens = 0;
     for block in blocks {
         let mut one = String::new();
         render_block(&mut one, &block.label(), &block.user, &block.assistant);
         let heading_cost = if out.is_empty() { estimator.estimate(&format!("{heading}\n\n")) } else { 0 };
-        if estimator.estimate(&out) + heading_cost + estimator.estimate(&one) > budget {
+        if out_tokens + heading_cost + estimator.estimate(&one) > budget {
             continue;
         }
         if out.is_empty() {
             let _ = write!(out, "{heading}\n\n");
         }
         out.push_str(&one);
+        out_tokens = estimator.estimate(&out);
     }
     Ok(out)
 }
@@ -99,6 +101,9 @@ pub(crate) fn for_prompt(
     budget: u32,
 ) -> Result<Option<Context>> {
     let estimator = gatekeeper.estimator();
+    // The search counts no tokens: done first, it runs while a hook process still loads the
+    // encoding (`tokens::Tokenizer::load`), which the selection waits for.
+    let hits = gatekeeper.search(prompt, SEARCH_POOL)?;
     let mut text = String::new();
     if info(gatekeeper, name)?.is_some_and(|s| s.turns > 0) {
         text = selection_text(
@@ -113,7 +118,8 @@ pub(crate) fn for_prompt(
     let heading = "ctxgate: related turns from other sessions of this project (pruned):";
     let mut others = String::new();
     let mut taken = 0;
-    for hit in gatekeeper.search(prompt, SEARCH_POOL)? {
+    let (text_tokens, mut others_tokens) = (estimator.estimate(&text), 0);
+    for hit in hits {
         if taken == OTHER_SESSION_HITS {
             break;
         }
@@ -134,15 +140,13 @@ pub(crate) fn for_prompt(
             &hit.assistant,
         );
         let prefix = if others.is_empty() { format!("{heading}\n\n") } else { String::new() };
-        let cost = estimator.estimate(&text)
-            + estimator.estimate(&others)
-            + estimator.estimate(&prefix)
-            + estimator.estimate(&one);
+        let cost = text_tokens + others_tokens + estimator.estimate(&prefix) + estimator.estimate(&one);
         if cost > budget {
             continue;
         }
         others.push_str(&prefix);
         others.push_str(&one);
+        others_tokens = estimator.estimate(&others);
         taken += 1;
     }
     text.push_str(&others);
