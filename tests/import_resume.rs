@@ -374,3 +374,33 @@ fn a_forgotten_session_leaves_no_checkpoint() -> TestResult {
     assert!(!holds(&std::fs::read(&path)?), "nothing names the forgotten session's file");
     Ok(())
 }
+
+/// `evidence index` of the root after a tool output's file was deleted drops its document; the
+/// next import with evidence reads the transcript whole and stores the output again, as a
+/// whole read does.
+#[test]
+fn evidence_reindexed_after_a_deletion_is_stored_again_by_the_next_import() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
+    let gk = open(dir.path(), "index.redb")?;
+    for n in 0..3 {
+        transcript.prompt(n)?;
+        transcript.reply(n)?;
+        import(&gk, &transcript.path, true)?;
+    }
+    let root = gk.evidence_root()?;
+    let refs = evidence_refs(&gk)?;
+    let first = refs.first().ok_or("no evidence")?;
+    let relative = first.split_once(':').map_or(first.as_str(), |(_, path)| path);
+    std::fs::remove_file(root.join(relative))?;
+    let report = gk.index_evidence(&root, &ctxgate::EvidenceOptions { spec: None, kind: None })?;
+    assert_eq!(report.removed, 1, "{report:?}");
+    transcript.prompt(3)?;
+    transcript.reply(3)?;
+    let resumed = import(&gk, &transcript.path, true)?;
+    assert_eq!(resumed.files[0].read_from, None, "read whole after evidence was re-indexed");
+    let whole = open(dir.path(), "whole.redb")?;
+    import(&whole, &transcript.path, true)?;
+    assert_eq!(evidence_refs(&gk)?, evidence_refs(&whole)?);
+    Ok(())
+}

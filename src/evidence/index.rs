@@ -207,6 +207,12 @@ impl Gatekeeper {
                 Ok(removed)
             })?;
         }
+        if report.indexed > 0 || report.removed > 0 {
+            // A live log read from its checkpoint would not look at the tool outputs before it
+            // again: the next import of each reads whole, stores what was removed and reports
+            // what now differs.
+            self.store().write(|view| view.clear_import_checkpoints())?;
+        }
         Ok(report)
     }
 

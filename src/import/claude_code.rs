@@ -67,6 +67,9 @@ pub(crate) fn parse_from(
     let mut seen = HashSet::new();
     nodes.retain(|n| n.uuid.as_ref().is_none_or(|uuid| seen.insert(uuid.clone())));
     let (active, trees) = active_branches(&nodes, resumed.is_some());
+    // A record repeated from before a part is found only in a tree; in file order it would be
+    // read twice.
+    let repeatable = nodes.iter().any(|n| n.is_message && n.uuid.is_some());
     let stem = records::name_from_file(
         &path.file_stem().map_or_else(|| "import".into(), |s| s.to_string_lossy().into_owned()),
     );
@@ -122,8 +125,9 @@ pub(crate) fn parse_from(
                     built.loose > 0 || key != carry.key || tree != before
                 }
                 // A tree that cannot be followed is read in file order, which a record added
-                // later may change: such a file is always read whole.
-                None => tree == Tree::Broken,
+                // later may change: such a file is always read whole. So is one whose records
+                // have ids but name no parents.
+                None => tree == Tree::Broken || (tree == Tree::Unlinked && repeatable),
             };
             let carry = Carry { key: key.clone(), flag: tree == Tree::Followed };
             parsed.live = Some(LiveLog { starts: built.starts, carry, unsure });
@@ -716,6 +720,22 @@ mod tests {
         for (what, rows) in cases {
             assert!(part(&[&grown[..], &rows].concat()), "{what}");
         }
+        // Records with ids that name no parents are read in file order, where a record
+        // repeated from before a part would be read twice: never resumed.
+        let unlinked = |uuids: bool| {
+            let rows: Vec<String> = ["one", "two", "three"]
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let kind = if i % 2 == 0 { "user" } else { "assistant" };
+                    let id = if uuids { format!(r#""uuid":"r{i}","#) } else { String::new() };
+                    format!(r#"{{"type":"{kind}",{id}"sessionId":"s","message":{{"content":"{t}"}}}}"#)
+                })
+                .collect();
+            parse(Path::new("s.jsonl"), &rows.join("\n"), false).unwrap().live.unwrap().unsure
+        };
+        assert!(unlinked(true));
+        assert!(!unlinked(false));
     }
 
     #[test]

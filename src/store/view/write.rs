@@ -29,9 +29,9 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
-    /// Drops every import checkpoint: after turns or evidence are removed, a log read from a
-    /// checkpoint would not store them again, and a forgotten session's file names stay out of
-    /// the index. They are a cache: the next import of each file reads it whole.
+    /// Drops every import checkpoint: after turns or evidence are removed or replaced, a log
+    /// read from a checkpoint would not look at them again, and a forgotten session's file
+    /// names stay out of the index. They are a cache: the next import of each file reads it whole.
     pub fn clear_import_checkpoints(&mut self) -> Result<(), Error> {
         self.tables.checkpoints.retain(|_, _| false)?;
         Ok(())
