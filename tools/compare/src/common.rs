@@ -92,17 +92,25 @@ impl Setup {
         Ok(bytes)
     }
 
-    /// Reads the corpus file line by line, as the peers' bulk import does.
-    pub fn for_each_line(
+    /// Reads the corpus file in chunks of [`FEED_CHUNK`] lines, each parsed on the rayon pool:
+    /// how a peer that indexes from many threads is fed.
+    pub fn for_each_chunk(
         &self,
-        mut f: impl FnMut(ctxgate::import::CanonicalLine) -> Result<()>,
+        mut f: impl FnMut(Vec<ctxgate::import::CanonicalLine>) -> Result<()>,
     ) -> Result<()> {
+        use rayon::prelude::*;
         let path = self.corpus_path();
         let file = std::fs::File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
-        for line in std::io::BufReader::with_capacity(1 << 20, file).lines() {
-            f(serde_json::from_str(&line?)?)?;
+        let mut lines = std::io::BufReader::with_capacity(1 << 20, file).lines();
+        loop {
+            let raw: Vec<String> = lines.by_ref().take(FEED_CHUNK).collect::<std::io::Result<_>>()?;
+            if raw.is_empty() {
+                return Ok(());
+            }
+            let parsed: Vec<ctxgate::import::CanonicalLine> =
+                raw.par_iter().map(|line| serde_json::from_str(line)).collect::<Result<_, _>>()?;
+            f(parsed)?;
         }
-        Ok(())
     }
 
     /// The queries: follow-up questions rotating over every topic, `samples` of them.
@@ -118,6 +126,37 @@ impl Setup {
     pub fn upcoming(&self) -> impl Iterator<Item = corpus::Turn> {
         self.corpus().session(self.long_session()).skip(self.long_turns() as usize).take(self.adds)
     }
+}
+
+/// Lines a parallel feed parses and indexes at a time.
+pub const FEED_CHUNK: usize = 4096;
+
+/// `compare child extract anchors`: the corpus read, parsed and its anchors extracted on the
+/// rayon pool, nothing indexed: the floor under every engine's bulk import here, since all of
+/// them index ctxgate's anchors.
+pub fn extract_only(setup: &Setup) -> Result<Figures> {
+    use rayon::prelude::*;
+    let started = std::time::Instant::now();
+    let mut turns = 0u64;
+    let mut anchors = 0u64;
+    setup.for_each_chunk(|lines| {
+        turns += lines.len() as u64;
+        anchors += lines
+            .par_iter()
+            .map(|line| {
+                let mut n = 0u64;
+                turn_anchors(&line.user, &line.assistant, |_| n += 1);
+                n
+            })
+            .sum::<u64>();
+        Ok(())
+    })?;
+    let mut figures = Figures::new();
+    figures.insert("extract.seconds".into(), started.elapsed().as_secs_f64());
+    figures.insert("extract.turns".into(), turns as f64);
+    figures.insert("extract.anchors".into(), anchors as f64);
+    record_peak_rss(&mut figures, "extract.peak_rss_kib");
+    Ok(figures)
 }
 
 /// The anchors of a turn as ctxgate indexes them (user and assistant extracted apart), each

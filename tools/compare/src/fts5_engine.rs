@@ -11,6 +11,7 @@ use crate::common::{
 };
 use anyhow::{Result, bail};
 use corpus::timing::time_each;
+use rayon::prelude::*;
 use rusqlite::{Connection, params};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -58,9 +59,21 @@ fn anchors_text(user: &str, assistant: &str) -> String {
 }
 
 fn insert(conn: &Connection, id: u64, session: &str, turn: u64, user: &str, assistant: &str) -> Result<()> {
+    insert_with(conn, id, session, turn, (user, assistant), &anchors_text(user, assistant))
+}
+
+/// Inserts a turn whose anchors text is already made.
+fn insert_with(
+    conn: &Connection,
+    id: u64,
+    session: &str,
+    turn: u64,
+    (user, assistant): (&str, &str),
+    anchors: &str,
+) -> Result<()> {
     let (id, turn) = (i64::try_from(id)?, i64::try_from(turn)?);
     conn.prepare_cached(INSERT_TURN)?.execute(params![id, session, turn, user, assistant])?;
-    conn.prepare_cached(INSERT_FTS)?.execute(params![id, token(session), anchors_text(user, assistant)])?;
+    conn.prepare_cached(INSERT_FTS)?.execute(params![id, token(session), anchors])?;
     Ok(())
 }
 
@@ -72,11 +85,16 @@ pub fn bulk(setup: &Setup) -> Result<Figures> {
     conn.execute_batch(SCHEMA)?;
     let mut rows = 0u64;
     conn.execute_batch("BEGIN")?;
-    setup.for_each_line(|line| {
-        rows += 1;
-        insert(&conn, rows, &line.session, line.turn.unwrap_or_default(), &line.user, &line.assistant)?;
-        if rows.is_multiple_of(BULK_BATCH) {
-            conn.execute_batch("COMMIT; BEGIN")?;
+    // One connection writes; the anchors (the extraction) are made on the rayon pool ahead of it.
+    setup.for_each_chunk(|lines| {
+        let anchors: Vec<String> = lines.par_iter().map(|l| anchors_text(&l.user, &l.assistant)).collect();
+        for (line, anchors) in lines.iter().zip(&anchors) {
+            rows += 1;
+            let text = (line.user.as_str(), line.assistant.as_str());
+            insert_with(&conn, rows, &line.session, line.turn.unwrap_or_default(), text, anchors)?;
+            if rows.is_multiple_of(BULK_BATCH) {
+                conn.execute_batch("COMMIT; BEGIN")?;
+            }
         }
         Ok(())
     })?;

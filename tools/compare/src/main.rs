@@ -9,7 +9,11 @@
 //! indexes that file. Half the turns go to one long session (where session-scoped queries
 //! run), the other half are spread over many short sessions. All engines index the same
 //! anchors: ctxgate extracts them itself; tantivy gets them as pre-tokenized text and SQLite
-//! FTS5 as the anchors joined by spaces, both from `ctxgate::anchor::extract`.
+//! FTS5 as the anchors joined by spaces, both from `ctxgate::anchor::extract`. Each peer is fed
+//! as fast as it takes it: tantivy's documents are built and added from the rayon pool (its
+//! writer indexes on threads of its own), FTS5's anchors are made on the pool ahead of its one
+//! writing connection. The extraction alone (read, parse, extract on the pool, nothing indexed)
+//! is measured first, as the floor under every bulk import.
 //!
 //! Each engine runs in child processes of this tool (`compare child PHASE ENGINE ...`), one per
 //! phase (bulk import, queries, durable adds), so peak RSS (VmHWM) is the engine's own. Every
@@ -117,6 +121,8 @@ fn main() -> Result<()> {
     );
     let text_bytes = setup.write_corpus()?;
     let mut results: BTreeMap<String, Figures> = BTreeMap::new();
+    eprintln!("anchors: extract");
+    results.insert(report::EXTRACT.into(), run_child(&setup, "extract", "anchors")?);
     for engine in &args.engines {
         let mut figures = Figures::new();
         figures.insert("bulk.text_bytes".into(), text_bytes as f64);
@@ -171,6 +177,7 @@ fn child(mut args: impl Iterator<Item = String>) -> Result<()> {
         ("query", "tantivy") => tantivy_engine::query(&setup)?,
         ("add", "tantivy") => tantivy_engine::add(&setup)?,
         ("bulk", "fts5") => fts5_engine::bulk(&setup)?,
+        ("extract", "anchors") => common::extract_only(&setup)?,
         ("query", "fts5") => fts5_engine::query(&setup)?,
         ("add", "fts5") => fts5_engine::add(&setup)?,
         _ => bail!("child: unknown phase {phase} or engine {engine}"),

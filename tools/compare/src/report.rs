@@ -119,6 +119,21 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The results' key of the extraction floor (`compare child extract anchors`).
+pub const EXTRACT: &str = "anchor extraction";
+
+/// The line under the table: what extracting the anchors alone takes.
+fn extraction_line(results: &BTreeMap<String, Figures>) -> Option<String> {
+    let figures = results.get(EXTRACT)?;
+    let (seconds, turns) = (figures.get("extract.seconds")?, figures.get("extract.turns")?);
+    let rss = figures.get("extract.peak_rss_kib").map_or("–".into(), |k| format!("{:.0} MiB", k / 1024.0));
+    Some(format!(
+        "Anchor extraction alone (read, parse and extract on the rayon pool, nothing indexed; every \
+         engine above indexes these anchors): {:.0} turns/s, peak RSS {rss}.\n",
+        turns / seconds
+    ))
+}
+
 fn with_turns(setup: &Setup, results: &BTreeMap<String, Figures>) -> BTreeMap<String, Figures> {
     results
         .iter()
@@ -173,6 +188,9 @@ pub fn markdown(setup: &Setup, results: &BTreeMap<String, Figures>) -> String {
             }
         }
         let _ = writeln!(out, "{line}");
+    }
+    if let Some(line) = extraction_line(&results) {
+        let _ = write!(out, "\n{line}");
     }
     let _ = writeln!(out, "\n{}", targets(&results));
     out

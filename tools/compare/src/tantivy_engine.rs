@@ -1,12 +1,14 @@
 //! tantivy (BM25): ctxgate's anchors as pre-tokenized text (frequencies, no positions: BM25
 //! needs no more), the session as a raw `STRING | FAST` field for session-scoped queries, the
-//! turn text stored. Durable add: `add_document` + `commit` per turn.
+//! turn text stored. Bulk import: documents built on the rayon pool and added from it (the
+//! writer takes them from any thread). Durable add: `add_document` + `commit` per turn.
 
 use crate::common::{
     Figures, Setup, TOP_K, cold_then_warm, disk_bytes, query_anchors, record, record_peak_rss, turn_anchors,
 };
 use anyhow::{Result, bail};
 use corpus::timing::time_each;
+use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
 use tantivy::collector::TopDocs;
@@ -75,10 +77,14 @@ pub fn bulk(setup: &Setup) -> Result<Figures> {
     let index = Index::create_in_dir(&dir, schema)?;
     let mut writer: IndexWriter = index.writer(BULK_BUDGET)?;
     let mut turns = 0u64;
-    setup.for_each_line(|line| {
-        let turn = line.turn.unwrap_or_default();
-        writer.add_document(document(f, &line.session, turn, &line.user, &line.assistant))?;
-        turns += 1;
+    // Fed from the rayon pool, as ctxgate's import extracts anchors: documents are built (the
+    // anchor extraction) and handed to the writer's own indexing threads in parallel.
+    setup.for_each_chunk(|lines| {
+        turns += lines.len() as u64;
+        lines.par_iter().try_for_each(|line| {
+            let turn = line.turn.unwrap_or_default();
+            writer.add_document(document(f, &line.session, turn, &line.user, &line.assistant)).map(|_| ())
+        })?;
         Ok(())
     })?;
     writer.commit()?;
