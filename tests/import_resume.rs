@@ -47,6 +47,22 @@ impl Transcript {
         self.append("user", json!(format!("Step {n}: check the cache expiry of shard {n}")), None)
     }
 
+    /// Turns `steps`, each a prompt and its reply; with `each`, imported after each one.
+    fn turns(
+        &mut self,
+        steps: std::ops::Range<usize>,
+        each: Option<(&Gatekeeper, bool)>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        for n in steps {
+            self.prompt(n)?;
+            self.reply(n)?;
+            if let Some((gk, evidence)) = each {
+                import(gk, &self.path, evidence)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The reply to the open prompt: a call, its result and the answer.
     fn reply(&mut self, n: usize) -> std::io::Result<()> {
         let id = format!("toolu_{n:04}");
@@ -61,6 +77,14 @@ impl Transcript {
         )?;
         Ok(())
     }
+}
+
+/// Where a test writes the states of a transcript for a second index: same file name, so the
+/// same session.
+fn copy_path(dir: &Path) -> std::io::Result<PathBuf> {
+    let copy = dir.join("copy").join("5e55-10n.jsonl");
+    std::fs::create_dir_all(dir.join("copy"))?;
+    Ok(copy)
 }
 
 fn open(dir: &Path, name: &str) -> Result<Gatekeeper, ctxgate::Error> {
@@ -146,17 +170,13 @@ fn a_transcript_changed_before_its_checkpoint_is_read_whole() -> TestResult {
     let dir = tempfile::tempdir()?;
     let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
     let gk = open(dir.path(), "index.redb")?;
-    for n in 0..5 {
-        transcript.prompt(n)?;
-        transcript.reply(n)?;
-    }
+    transcript.turns(0..5, None)?;
     import(&gk, &transcript.path, false)?;
     let stored = dump(&gk)?;
     // The first prompt edited in place: the whole read finds the conflict at turn 0.
     let text = std::fs::read_to_string(&transcript.path)?;
     std::fs::write(&transcript.path, text.replacen("Step 0: check", "Step 0: purge", 1))?;
-    transcript.prompt(5)?;
-    transcript.reply(5)?;
+    transcript.turns(5..6, None)?;
     let error = import(&gk, &transcript.path, false).expect_err("the history differs");
     assert_eq!(error.kind(), ErrorKind::Conflict, "{error}");
     assert!(error.to_string().contains("turn 0"), "{error}");
@@ -192,8 +212,7 @@ fn a_branch_from_before_the_checkpoint_is_read_whole() -> TestResult {
     let text = std::fs::read_to_string(&transcript.path)?;
     let lines: Vec<&str> = text.lines().collect();
     let at = |records: usize| lines[..records].join("\n") + "\n";
-    let copy = dir.path().join("copy").join("5e55-10n.jsonl");
-    std::fs::create_dir_all(copy.parent().ok_or("parent")?)?;
+    let copy = copy_path(dir.path())?;
     std::fs::write(&copy, at(16))?;
     import(&second, &copy, false)?;
     std::fs::write(&copy, at(20))?;
@@ -266,10 +285,7 @@ fn a_transcript_cut_at_its_checkpoint_and_rewritten_is_read_whole() -> TestResul
     let dir = tempfile::tempdir()?;
     let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
     let gk = open(dir.path(), "index.redb")?;
-    for n in 0..4 {
-        transcript.prompt(n)?;
-        transcript.reply(n)?;
-    }
+    transcript.turns(0..4, None)?;
     import(&gk, &transcript.path, false)?;
     let original = std::fs::read_to_string(&transcript.path)?;
     // Turn 3 began at record 13, the child of record 12; it now hangs from record 8 (turn 1's
@@ -278,13 +294,11 @@ fn a_transcript_cut_at_its_checkpoint_and_rewritten_is_read_whole() -> TestResul
     lines[12] = lines[12].replacen(&Transcript::uuid(12), &Transcript::uuid(8), 1);
     assert_ne!(lines[12], original.lines().nth(12).ok_or("line 13")?);
     std::fs::write(&transcript.path, lines.join("\n") + "\n")?;
-    transcript.prompt(4)?;
-    transcript.reply(4)?;
+    transcript.turns(4..5, None)?;
     let resumed = import(&gk, &transcript.path, false);
 
     let second = open(dir.path(), "second.redb")?;
-    let copy = dir.path().join("copy").join("5e55-10n.jsonl");
-    std::fs::create_dir_all(copy.parent().ok_or("parent")?)?;
+    let copy = copy_path(dir.path())?;
     std::fs::write(&copy, &original)?;
     import(&second, &copy, false)?;
     std::fs::copy(&transcript.path, &copy)?;
@@ -302,24 +316,18 @@ fn evidence_forgotten_is_stored_again_by_the_next_import() -> TestResult {
     let dir = tempfile::tempdir()?;
     let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
     let gk = open(dir.path(), "index.redb")?;
-    for n in 0..3 {
-        transcript.prompt(n)?;
-        transcript.reply(n)?;
-        import(&gk, &transcript.path, true)?;
-    }
+    transcript.turns(0..3, Some((&gk, true)))?;
     let refs = evidence_refs(&gk)?;
     assert_eq!(refs.len(), 3);
     assert_eq!(gk.forget_evidence(&refs[..1])?, 1);
-    transcript.prompt(3)?;
-    transcript.reply(3)?;
+    transcript.turns(3..4, None)?;
     let report = import(&gk, &transcript.path, true)?;
     assert_eq!(report.files[0].read_from, None, "read whole after evidence was removed");
     let whole = open(dir.path(), "whole.redb")?;
     import(&whole, &transcript.path, true)?;
     assert_eq!(evidence_refs(&gk)?, evidence_refs(&whole)?);
     // With nothing removed since, the next one resumes again.
-    transcript.prompt(4)?;
-    transcript.reply(4)?;
+    transcript.turns(4..5, None)?;
     assert!(import(&gk, &transcript.path, true)?.files[0].read_from.is_some());
     Ok(())
 }
@@ -331,22 +339,17 @@ fn an_import_past_bad_records_leaves_no_checkpoint() -> TestResult {
     let dir = tempfile::tempdir()?;
     let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
     let gk = open(dir.path(), "index.redb")?;
-    transcript.prompt(0)?;
-    transcript.reply(0)?;
+    transcript.turns(0..1, None)?;
     std::fs::OpenOptions::new()
         .append(true)
         .open(&transcript.path)?
         .write_all(b"{\"type\": \"user\", broken\n")?;
-    for n in 1..3 {
-        transcript.prompt(n)?;
-        transcript.reply(n)?;
-    }
+    transcript.turns(1..3, None)?;
     let lenient =
         ImportOptions { format: Format::ClaudeCode, skip_invalid: true, ..ImportOptions::default() };
     let report = gk.import(std::slice::from_ref(&transcript.path), &lenient)?;
     assert_eq!(report.files[0].skipped.len(), 1);
-    transcript.prompt(3)?;
-    transcript.reply(3)?;
+    transcript.turns(3..4, None)?;
     let error = import(&gk, &transcript.path, false).expect_err("the bad record is still there");
     assert_eq!(error.kind(), ErrorKind::BadLog, "{error}");
     assert!(error.to_string().contains(":5:"), "the whole file's line: {error}");
@@ -360,11 +363,7 @@ fn a_forgotten_session_leaves_no_checkpoint() -> TestResult {
     let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
     let path = dir.path().join("index.redb");
     let mut gk = Gatekeeper::open(&path, Options::default())?;
-    for n in 0..3 {
-        transcript.prompt(n)?;
-        transcript.reply(n)?;
-        import(&gk, &transcript.path, false)?;
-    }
+    transcript.turns(0..3, Some((&gk, false)))?;
     let name = std::path::absolute(&transcript.path)?.into_os_string().into_encoded_bytes();
     let holds = |bytes: &[u8]| bytes.windows(name.len()).any(|w| w == name.as_slice());
     gk.compact()?;
@@ -383,11 +382,7 @@ fn evidence_reindexed_after_a_deletion_is_stored_again_by_the_next_import() -> T
     let dir = tempfile::tempdir()?;
     let mut transcript = Transcript::new(dir.path().join("5e55-10n.jsonl"));
     let gk = open(dir.path(), "index.redb")?;
-    for n in 0..3 {
-        transcript.prompt(n)?;
-        transcript.reply(n)?;
-        import(&gk, &transcript.path, true)?;
-    }
+    transcript.turns(0..3, Some((&gk, true)))?;
     let root = gk.evidence_root()?;
     let refs = evidence_refs(&gk)?;
     let first = refs.first().ok_or("no evidence")?;
@@ -395,8 +390,7 @@ fn evidence_reindexed_after_a_deletion_is_stored_again_by_the_next_import() -> T
     std::fs::remove_file(root.join(relative))?;
     let report = gk.index_evidence(&root, &ctxgate::EvidenceOptions { spec: None, kind: None })?;
     assert_eq!(report.removed, 1, "{report:?}");
-    transcript.prompt(3)?;
-    transcript.reply(3)?;
+    transcript.turns(3..4, None)?;
     let resumed = import(&gk, &transcript.path, true)?;
     assert_eq!(resumed.files[0].read_from, None, "read whole after evidence was re-indexed");
     let whole = open(dir.path(), "whole.redb")?;

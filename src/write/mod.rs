@@ -44,7 +44,7 @@ pub use batch::BATCH_TURNS;
 use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
 use crate::import::tool_evidence::{self, FailedToolOutput, ToolOutput};
-use crate::import::turns::{Conversation, ParsedTurn, Skipped};
+use crate::import::turns::{Conversation, ParsedFile, ParsedTurn, Skipped};
 use crate::import::{self, Format, FoundFile, formats, jsonl};
 use batch::{Destination, Writer};
 use plan::Continuation;
@@ -405,16 +405,21 @@ fn import_as(
         Some(resumed) => {
             let mut continued = offsets.clone();
             continued.insert(resumed.checkpoint.session.clone(), resumed.turn as usize);
-            let live = resumed.parsed.live.clone();
-            let skipped = resumed.parsed.skipped.clone();
+            let ParsedFile { conversations, skipped, live } = resumed.parsed;
             let session = options.session.as_deref();
-            match plan(gatekeeper, path, format, resumed.parsed.conversations, session, &mut continued) {
+            match plan(gatekeeper, path, format, conversations, session, &mut continued) {
                 Ok(mut plans) => {
                     *offsets = continued;
                     for plan in &mut plans {
                         plan.existing += u64::from(resumed.turn); // the turns not read again
                     }
-                    Some((plans, skipped, live, resumed.offset, resumed.turn, Some(resumed.checkpoint)))
+                    let read = resume::ReadFrom {
+                        live,
+                        offset: resumed.offset,
+                        first_turn: resumed.turn,
+                        checkpoint: Some(resumed.checkpoint),
+                    };
+                    Some((plans, skipped, read))
                 }
                 Err(e @ (crate::Error::Conflict { .. } | crate::Error::Import(_))) => {
                     // The whole file decides: the same conflict, or none.
@@ -426,7 +431,7 @@ fn import_as(
         }
         None => None,
     };
-    let (plans, skipped, live, read_from, first_read, resumed) = match planned {
+    let (plans, skipped, read) = match planned {
         Some(planned) => planned,
         None => {
             let parsed = formats::parse(format, path, &text, options.skip_invalid)?;
@@ -438,22 +443,15 @@ fn import_as(
             // Nor for one read past bad records: a strict read of it fails.
             let fresh = matches!(&plans[..], [p] if !before.contains_key(&p.session));
             let live = parsed.live.filter(|_| fresh && parsed.skipped.is_empty());
-            (plans, parsed.skipped, live, 0, 0, None)
+            (plans, parsed.skipped, resume::ReadFrom { live, offset: 0, first_turn: 0, checkpoint: None })
         }
     };
     let all_evidence_stored = options.evidence && plans.iter().all(|p| p.tool_outputs.is_empty());
     let checkpoint = match &plans[..] {
-        [plan] => resume::after_import(
-            format,
-            &plan.session,
-            &text,
-            live.as_ref(),
-            read_from,
-            first_read,
-            plan.first_turn + plan.turns.len() as u32,
-            all_evidence_stored,
-            resumed.as_ref(),
-        ),
+        [plan] => {
+            let turn_count = plan.first_turn + plan.turns.len() as u32;
+            resume::after_import(format, &plan.session, &text, &read, turn_count, all_evidence_stored)
+        }
         _ => None,
     };
     let mut sessions = Vec::new();
@@ -499,7 +497,7 @@ fn import_as(
     });
     // Unchanged (the session too, or the file would not have been resumed): nothing to write.
     let unchanged = |c: &resume::Checkpoint| {
-        resumed.as_ref().is_some_and(|r| *r == resume::Checkpoint { digest: r.digest, ..c.clone() })
+        read.checkpoint.as_ref().is_some_and(|r| *r == resume::Checkpoint { digest: r.digest, ..c.clone() })
     };
     if let Some(checkpoint) = checkpoint.filter(|c| !writer.wrote_checkpoint() && !unchanged(c)) {
         gatekeeper.store().write(|view| resume::store(view, &key, checkpoint))?;
@@ -510,7 +508,7 @@ fn import_as(
         reason: None,
         error_kind: None,
         format,
-        read_from: resumed.as_ref().map(|_| read_from as u64),
+        read_from: read.checkpoint.as_ref().map(|_| read.offset as u64),
         sessions,
         new_turns,
         existing_turns,

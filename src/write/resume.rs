@@ -18,7 +18,7 @@
 use super::ImportOptions;
 use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
-use crate::import::turns::{Carry, ParsedFile};
+use crate::import::turns::{Carry, LiveLog, ParsedFile};
 use crate::import::{Format, formats};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -159,24 +159,33 @@ pub(super) fn read(
     Ok(sure.then_some(Resumed { parsed, offset, turn: point.turn, checkpoint }))
 }
 
+/// Where the turns an import planned were read from.
+pub(super) struct ReadFrom {
+    /// What the parse said of the live log; `None` when no checkpoint can follow (another
+    /// format, several conversations, records skipped, a session an earlier file fed).
+    pub live: Option<LiveLog>,
+    /// Where the part read starts in the file (0 for the whole file).
+    pub offset: usize,
+    /// The session turn the part's first turn is.
+    pub first_turn: u32,
+    /// The checkpoint the read started from, if it did not read the whole file.
+    pub checkpoint: Option<Checkpoint>,
+}
+
 /// The checkpoint an import leaves, once its session holds `turn_count` turns: `None` when the
 /// file cannot be resumed (several conversations, a tree read in file order, no turn stored).
-/// `read_from` is where the import started reading (0 for the whole file) and `first_turn` the
-/// session turn of the first turn read; `evidence_complete`, whether the import stored every
-/// tool result of the turns it read; `resumed`, the checkpoint it started from.
-#[allow(clippy::too_many_arguments)]
+/// `evidence_complete`: whether the import stored every tool result of the turns it read.
 pub(super) fn after_import(
     format: Format,
     session: &str,
     text: &str,
-    parsed_live: Option<&crate::import::turns::LiveLog>,
-    read_from: usize,
-    first_turn: u32,
+    read: &ReadFrom,
     turn_count: u32,
     evidence_complete: bool,
-    resumed: Option<&Checkpoint>,
 ) -> Option<Checkpoint> {
-    let live = parsed_live.filter(|live| !live.unsure)?;
+    let ReadFrom { live, offset: read_from, first_turn, checkpoint: resumed } = read;
+    let (read_from, first_turn) = (*read_from, *first_turn);
+    let live = live.as_ref().filter(|live| !live.unsure)?;
     let last = turn_count.checked_sub(1)?;
     let index = usize::try_from(last.checked_sub(first_turn)?).ok()?;
     let offset = read_from + *live.starts.get(index)?;
@@ -186,7 +195,7 @@ pub(super) fn after_import(
     let evidence = if evidence_complete {
         Some(turns)
     } else {
-        resumed.and_then(|c| c.evidence).filter(|e| e.offset <= read_from as u64)
+        resumed.as_ref().and_then(|c| c.evidence).filter(|e| e.offset <= read_from as u64)
     };
     Some(Checkpoint {
         format,
