@@ -11,6 +11,7 @@ use crate::import::{CanonicalLine, Format, ToolOutput};
 use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
 use crate::store::postings::{self, ChunkBuilder};
 use crate::store::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
+use crate::store::turn_text;
 use crate::types::Posting;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -120,7 +121,18 @@ pub fn decode_record(record: Record, bytes: &[u8]) -> Option<Vec<u8>> {
     match record {
         Record::Meta => again::<MetaRecord>(bytes, |_| {}),
         Record::Session => again::<SessionRecord>(bytes, |_| {}),
-        Record::Turn => again::<TurnRecord>(bytes, |_| {}),
+        Record::Turn => {
+            // A `turns` row: decoded as the index reads it (no dictionary: a row that names one
+            // is an error), encoded again without one.
+            let mut no_dictionary = |_| Ok(None);
+            let record: TurnRecord =
+                turn_text::Decoders::default().decode(bytes, String::new, &mut no_dictionary).ok()?;
+            let body = turn_text::body(&record.user, &record.assistant, &record.time, &record.tools);
+            Some(
+                turn_text::row(&record, &turn_text::compress(body, None), None)
+                    .expect("a decoded turn encodes"),
+            )
+        }
         Record::Forward => again::<ForwardRecord>(bytes, |f| {
             // Readers look anchors up in it by binary search, trusting its order.
             for &(hash, _, _) in f.entries.iter().take(16) {

@@ -250,6 +250,12 @@ impl Gatekeeper {
         })
     }
 
+    /// The space each table of the file takes, largest first (`ctxgate stats --tables`). Reads
+    /// every page of the index.
+    pub fn table_sizes(&self) -> Result<Vec<crate::TableSize>> {
+        Ok(self.store.read()?.table_sizes()?)
+    }
+
     /// Imports conversation logs (files, or directories walked recursively) and reports what
     /// was new, already there, or skipped. See [`crate::import`] for the rules.
     ///

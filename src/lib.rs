@@ -89,7 +89,7 @@ pub use query::QueryAnchor;
 pub use search::SearchHit;
 pub use select::{Budget, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 pub use session::{MAX_TEXT_BYTES, Session};
-pub use store::{Error as StoreError, catch_damage, catch_panic, name_damaged_file};
+pub use store::{Error as StoreError, TableSize, catch_damage, catch_panic, name_damaged_file};
 pub use types::TurnId;
 pub use write::{
     BATCH_TURNS, FileReport, FileStatus, ImportOptions, ImportProgress, ImportReport, SessionReport,

@@ -299,6 +299,28 @@ fn sessions_and_stats_reflect_the_adds() -> TestResult {
     assert_eq!(field("sessions").as_deref(), Some("2"), "{}", human.stdout);
     assert!(field("turns").is_some_and(|t| t.starts_with("4 ")), "{}", human.stdout);
     assert!(human.stdout.contains(&format!("({} bytes)", stats.file_bytes)), "{}", human.stdout);
+    assert!(!human.stdout.contains("fragmented"), "tables only when asked: {}", human.stdout);
+
+    // --tables: the bytes of each table, as redb counts them; rows as the index holds them.
+    let doc: serde_json::Value = env.run(["--json", "stats", "--tables"])?.ok()?.json()?;
+    let tables = doc["tables"].as_array().ok_or("no tables")?;
+    let rows = |name: &str| tables.iter().find(|t| t["table"] == name).and_then(|t| t["rows"].as_u64());
+    assert_eq!((rows("turns"), rows("sessions")), (Some(4), Some(2)), "{doc:#}");
+    let in_tables: u64 = tables
+        .iter()
+        .map(|t| {
+            ["stored_bytes", "metadata_bytes", "fragmented_bytes"]
+                .iter()
+                .map(|k| t[k].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        })
+        .sum();
+    assert!(in_tables > 0 && in_tables <= file_len, "{in_tables} bytes in tables, file {file_len}: {doc:#}");
+    let human = env.run(["stats", "--tables"])?.ok()?;
+    let mut below_header = human.stdout.lines().skip_while(|l| !l.starts_with("table "));
+    assert!(below_header.next().is_some_and(|h| h.contains("fragmented")), "{}", human.stdout);
+    let turns_line = below_header.find(|l| l.starts_with("turns ")).ok_or("no turns line")?;
+    assert_eq!(turns_line.split_whitespace().nth(1), Some("4"), "{}", human.stdout);
     Ok(())
 }
 

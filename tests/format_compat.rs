@@ -51,7 +51,10 @@ fn index_with_meta(
 #[test]
 fn the_format_written_today_opens() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, ANCHOR_RULES_VERSION.into()))?;
+    let path = index_with_meta(
+        dir.path(),
+        &meta_bytes("ctxgate-index", ctxgate::store::FORMAT_VERSION.into(), ANCHOR_RULES_VERSION.into()),
+    )?;
     Gatekeeper::open(&path, Options::default())?;
     Ok(())
 }
@@ -60,7 +63,8 @@ fn the_format_written_today_opens() -> TestResult {
 fn other_anchor_rules_need_a_rebuild() -> TestResult {
     for rules in [0, 1, ANCHOR_RULES_VERSION + 1] {
         let dir = tempfile::tempdir()?;
-        let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", 1, rules.into()))?;
+        let format = ctxgate::store::FORMAT_VERSION.into();
+        let path = index_with_meta(dir.path(), &meta_bytes("ctxgate-index", format, rules.into()))?;
         let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
         assert_eq!(err.kind(), "needs_rebuild", "rules {rules}: {err}");
         assert!(err.to_string().contains("ctxgate rebuild"), "{err}");
@@ -75,8 +79,102 @@ fn stored_rules(path: &std::path::Path) -> Result<u8, Box<dyn std::error::Error>
     let txn = db.begin_read()?;
     let table = txn.open_table(META)?;
     let meta = table.get("meta")?.ok_or("no meta")?.value().to_vec();
-    assert_eq!(&meta[..15], b"\x0dctxgate-index\x01", "magic and format 1");
+    assert_eq!(&meta[..14], b"\x0dctxgate-index", "magic");
     Ok(meta[15])
+}
+
+/// The format version in an index's META record (after the magic string).
+fn stored_format(path: &std::path::Path) -> Result<u8, Box<dyn std::error::Error>> {
+    let db = redb::Database::open(path)?;
+    let txn = db.begin_read()?;
+    let table = txn.open_table(META)?;
+    let meta = table.get("meta")?.ok_or("no meta")?.value().to_vec();
+    Ok(meta[14])
+}
+
+/// Every stored turn of every session, with the session's summary.
+fn all_turns(
+    gk: &Gatekeeper,
+) -> Result<Vec<(ctxgate::SessionInfo, Vec<ctxgate::StoredTurn>)>, ctxgate::Error> {
+    let mut out = Vec::new();
+    for info in gk.sessions()? {
+        let mut turns = Vec::new();
+        gk.session(&info.name)?.for_each_turn(|t| {
+            turns.push(t);
+            Ok(())
+        })?;
+        out.push((info, turns));
+    }
+    Ok(out)
+}
+
+/// `fixtures/db/format_v1.redb` (with its evidence directory) was written by a build of index
+/// format 1, which stored turn text raw (`tools/fixtures/make_format_v1.sh`). Today's build
+/// refuses it, naming the rebuild, and changes nothing; `rebuild` brings every turn, gate record
+/// and evidence document over, as a fresh import of the same files by this build stores them.
+#[test]
+fn an_index_of_format_1_is_refused_until_rebuilt() -> TestResult {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("format_v1.redb");
+    std::fs::copy(root.join("fixtures/db/format_v1.redb"), &path)?;
+    copy_dir(&root.join("fixtures/db/format_v1.evidence"), &dir.path().join("format_v1.evidence"))?;
+    assert_eq!(stored_format(&path)?, 1);
+    let before = std::fs::read(&path)?;
+    let err = Gatekeeper::open(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(err.kind(), "needs_rebuild", "{err}");
+    let message = err.to_string();
+    assert!(message.contains("index format 1") && message.contains("ctxgate rebuild"), "{message}");
+    assert!(std::fs::read(&path)? == before, "a refused file is not modified");
+    let read_only = Gatekeeper::open_read_only(&path, Options::default()).err().ok_or("must refuse")?;
+    assert_eq!(read_only.kind(), "needs_rebuild", "{read_only}");
+
+    let report = ctxgate::jobs::rebuild(&path, &Options::default())?;
+    assert_eq!((report.sessions, report.turns, report.evidence), (2, 27, 8), "{report:?}");
+    assert_eq!(u32::from(stored_format(&path)?), ctxgate::store::FORMAT_VERSION);
+    let rebuilt = Gatekeeper::open(&path, Options::default())?;
+    assert!(rebuilt.verify()?.is_ok());
+
+    let fresh_path = dir.path().join("fresh.redb");
+    let fresh = Gatekeeper::open(&fresh_path, Options::default())?;
+    let jsonl = ctxgate::ImportOptions { format: ctxgate::Format::Jsonl, ..Default::default() };
+    fresh.import(&[root.join("fixtures/example/conversation.jsonl")], &jsonl)?;
+    let claude = ctxgate::ImportOptions {
+        format: ctxgate::Format::ClaudeCode,
+        session: Some("claude-code-session".into()),
+        ..Default::default()
+    };
+    fresh.import(&[root.join("fixtures/import/claude-code/session.jsonl")], &claude)?;
+    let (old, new) = (all_turns(&rebuilt)?, all_turns(&fresh)?);
+    assert_eq!(old.len(), 2);
+    for ((old_info, old_turns), (new_info, new_turns)) in old.iter().zip(&new) {
+        assert_eq!(old_info.name, new_info.name);
+        assert_eq!(old_info.turns, new_info.turns);
+        assert_eq!(old_turns, new_turns, "{}", old_info.name);
+    }
+    let query = "which tests failed after the bump?";
+    let session = "claude-code-session";
+    assert_eq!(
+        rebuilt.session(session)?.select(query)?.blocks,
+        fresh.session(session)?.select(query)?.blocks,
+        "the rebuilt file selects as the fresh one"
+    );
+    assert_eq!(rebuilt.list_evidence()?.len(), 8);
+    Ok(())
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 /// `fixtures/db/anchor_rules_v1.redb` was written by a build under anchor rules 1

@@ -125,7 +125,7 @@ enum Command {
     /// List the sessions in the index
     Sessions,
     /// What the index holds: sessions, turns, anchors, postings, file size
-    Stats,
+    Stats(stats::StatsArgs),
     /// Check that postings, document frequencies and counts agree with the stored turns (exit 1 if not)
     Verify,
     /// Delete a session, or every session that ended before a date, with all its postings
@@ -182,7 +182,7 @@ fn access(command: &Command) -> Access {
         | Command::Export(_)
         | Command::Show(_)
         | Command::Sessions
-        | Command::Stats
+        | Command::Stats(_)
         | Command::Verify => Access::Read,
         // A hook creates the index itself, so that no error escapes it (`hook` module doc).
         Command::Hook(_) => Access::Read,
@@ -301,7 +301,7 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
         Command::Show(args) => show::run(global, &args),
         Command::Search(args) => search::run(global, &args),
         Command::Sessions => sessions::run(global),
-        Command::Stats => stats::run(global),
+        Command::Stats(args) => stats::run(global, &args),
         Command::Verify => verify::run(global),
         Command::Forget(args) => forget::run(global, &args),
         Command::Compact => compact::run(global),

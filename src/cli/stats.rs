@@ -1,21 +1,35 @@
 //! `ctxgate stats`: counts of what the index holds.
 
 use super::{Global, output};
+use ctxgate::TableSize;
 use serde::Serialize;
 use std::fmt::Write;
+
+/// Options of `ctxgate stats`.
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// Also show the bytes each table takes (reads every page of the index)
+    #[arg(long)]
+    tables: bool,
+}
 
 #[derive(Serialize)]
 struct StatsDocument<'a> {
     index: String,
     #[serde(flatten)]
     stats: &'a ctxgate::Stats,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tables: Option<&'a [TableSize]>,
 }
 
-/// Prints counts and the file size.
-pub fn run(global: &Global) -> anyhow::Result<()> {
-    let stats = global.open(None, None)?.stats()?;
+/// Prints counts and the file size, and with `--tables` where the bytes are.
+pub fn run(global: &Global, args: &StatsArgs) -> anyhow::Result<()> {
+    let gk = global.open(None, None)?;
+    let stats = gk.stats()?;
+    let tables = if args.tables { Some(gk.table_sizes()?) } else { None };
     if global.json {
-        return output::print_json(&StatsDocument { index: global.db.display().to_string(), stats: &stats });
+        let index = global.db.display().to_string();
+        return output::print_json(&StatsDocument { index, stats: &stats, tables: tables.as_deref() });
     }
     let mut out = String::new();
     let _ = writeln!(out, "index      {}", global.db.display());
@@ -30,5 +44,31 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
         stats.file_bytes as f64 / 1048576.0,
         stats.file_bytes
     );
+    if let Some(tables) = &tables {
+        write_tables(&mut out, tables, stats.turns);
+    }
     output::print_text(&out)
+}
+
+/// One line a table: its bytes in all, per turn, and how they split.
+fn write_tables(out: &mut String, tables: &[TableSize], turns: u64) {
+    let _ = writeln!(
+        out,
+        "\n{:<18} {:>9} {:>12} {:>9} {:>12} {:>12} {:>12}",
+        "table", "rows", "bytes", "per turn", "stored", "metadata", "fragmented"
+    );
+    for t in tables.iter().filter(|t| t.rows > 0) {
+        let per_turn = if turns == 0 { 0.0 } else { t.total_bytes() as f64 / turns as f64 };
+        let _ = writeln!(
+            out,
+            "{:<18} {:>9} {:>12} {:>9.1} {:>12} {:>12} {:>12}",
+            t.table,
+            t.rows,
+            t.total_bytes(),
+            per_turn,
+            t.stored_bytes,
+            t.metadata_bytes,
+            t.fragmented_bytes
+        );
+    }
 }

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
+use crate::store::turn_text::{self, TextDictionary};
 use crate::store::{IndexLock, real_path};
 use crate::store::{PendingRow, SourceIndex, Store, StoreOptions, records::ForwardRecord};
 use crate::tokens::{CharEstimator, TokenEstimator};
@@ -204,6 +205,9 @@ fn copy(
     let mut new_ids = std::collections::HashMap::new();
     let sessions = source.sessions()?;
     let turns_total = sessions.iter().map(|(_, r)| u64::from(r.turn_count)).sum();
+    if let Some(dictionary) = train_dictionary(source, &sessions)? {
+        new.write(|view| view.add_text_dictionary(&dictionary))?;
+    }
     for (old_id, record) in sessions {
         let id = new.write(|view| -> Result<u32> {
             let (id, _) = view.create_session(&record.name)?;
@@ -220,7 +224,7 @@ fn copy(
                 turns.par_iter().map(|(_, t)| derive_forward(&t.user, &t.assistant)).collect();
             new.write(|view| -> Result<()> {
                 for ((turn, stored), forward) in turns.iter().zip(forwards) {
-                    view.put_turn(id, *turn, stored, forward, PendingRow::Logged)?;
+                    view.put_turn(id, *turn, stored, None, forward, PendingRow::Logged)?;
                 }
                 view.fold()?;
                 Ok(())
@@ -234,6 +238,29 @@ fn copy(
         }
     }
     copy_evidence(source, new, &new_ids, report)
+}
+
+/// A text dictionary for the new file, trained on the first turns of each session (an even
+/// share of four batches' worth, at least 8), up to four times the sample's size: no one
+/// session is all it learns from.
+fn train_dictionary(
+    source: &SourceIndex,
+    sessions: &[(u32, crate::store::records::SessionRecord)],
+) -> Result<Option<TextDictionary>> {
+    let per_session = (4 * REBUILD_BATCH / sessions.len().max(1)).clamp(8, REBUILD_BATCH);
+    let mut bodies = Vec::new();
+    let mut bytes = 0;
+    for (id, _) in sessions {
+        for (_, t) in source.turns(*id, 0, per_session)? {
+            let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
+            bytes += body.len();
+            bodies.push(body);
+        }
+        if bytes >= 4 * turn_text::TRAIN_SAMPLE_BYTES {
+            break;
+        }
+    }
+    Ok(TextDictionary::train(&turn_text::sample(bodies.iter().map(Vec::as_slice))))
 }
 
 /// `record`'s projection as [`evidence::project`] would store it now for `doc`, with its token

@@ -8,9 +8,14 @@ use std::path::Path;
 /// Marks a redb file as a ctxgate index.
 pub const MAGIC: &str = "ctxgate-index";
 
-/// Version of the key and record layout. Bump on any change to `keys`, `records` or
-/// `postings`, and keep a fixture of the old version.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the key and record layout. Bump on any change to `keys`, `records`,
+/// `turn_text` or `postings`, and keep a fixture of the old version (`tests/fixtures/`).
+///
+/// 2: turn text compressed (`turn_text`), table `text_dictionaries`. `rebuild` reads format 1.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format `rebuild` reads (`SourceIndex`).
+pub const OLDEST_REBUILT_FORMAT: u32 = 1;
 
 /// The metadata of a new, empty index.
 pub fn new_meta() -> MetaRecord {

@@ -6,7 +6,8 @@
 //! | `meta` | `"meta"` | postcard `MetaRecord`: magic, format and anchor-rules versions, N and length sums of folded blocks |
 //! | `session_names` | name | session id `u32` |
 //! | `sessions` | session id | postcard `SessionRecord`: name, turn count, topic segment start, source |
-//! | `turns` | block key `session << 32 \| turn` | postcard `TurnRecord`: raw text, gate decision, segment |
+//! | `turns` | block key `session << 32 \| turn` | gate decision and segment, then the turn's text compressed (`turn_text`) |
+//! | `text_dictionaries` | dictionary id | a zstd dictionary trained on the index's turns (`turn_text`) |
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
 //! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |
@@ -65,6 +66,7 @@ mod runs;
 mod sorted;
 mod source_index;
 mod tables;
+pub(crate) mod turn_text;
 mod view;
 
 pub use cursor::PostingCursor;
@@ -79,7 +81,7 @@ pub use runs::{Merged, NextRun, WrittenRun};
 pub use source_index::SourceIndex;
 pub use view::{
     CorpusStats, Counts, FoldTarget, FoldedTotals, PendingBlocks, PendingRow, ReadSource, Removed, Source,
-    View, WriteSource,
+    TableSize, View, WriteSource,
 };
 
 use error::corrupt;
@@ -89,7 +91,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tables::{
     EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, IMPORT_CHECKPOINTS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
-    RUN_FILES, RUNS, SESSION_NAMES, SESSIONS, TERMS, TURNS,
+    RUN_FILES, RUNS, SESSION_NAMES, SESSIONS, TERMS, TEXT_DICTIONARIES, TURNS,
 };
 use view::Tables;
 
@@ -433,6 +435,7 @@ impl Store {
             txn.open_table(SESSIONS)?;
             txn.open_table(TURNS)?;
             txn.open_table(PENDING)?;
+            txn.open_table(TEXT_DICTIONARIES)?;
             txn.open_table(TERMS)?;
             txn.open_table(POSTINGS)?;
             create_evidence_tables(&txn)?;
@@ -478,6 +481,7 @@ impl Store {
                 sessions: txn.open_table(SESSIONS)?,
                 turns: txn.open_table(TURNS)?,
                 pending: txn.open_table(PENDING)?,
+                dictionaries: txn.open_table(TEXT_DICTIONARIES)?,
                 terms: txn.open_table(TERMS)?,
                 postings: txn.open_table(POSTINGS)?,
                 evidence: txn.open_table(EVIDENCE)?,
@@ -512,6 +516,7 @@ impl Store {
                 sessions: txn.open_table(SESSIONS).map_err(Error::from)?,
                 turns: txn.open_table(TURNS).map_err(Error::from)?,
                 pending: txn.open_table(PENDING).map_err(Error::from)?,
+                dictionaries: txn.open_table(TEXT_DICTIONARIES).map_err(Error::from)?,
                 terms: txn.open_table(TERMS).map_err(Error::from)?,
                 postings: txn.open_table(POSTINGS).map_err(Error::from)?,
                 evidence: txn.open_table(EVIDENCE).map_err(Error::from)?,

@@ -438,7 +438,7 @@ mod tests {
         for (session, turn, hashes) in turns {
             let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
             let forward = ForwardRecord { len_user: hashes.len() as u32, len_assistant: 0, entries };
-            view.put_turn(*session, *turn, &record, forward, PendingRow::FoldInTransaction)?;
+            view.put_turn(*session, *turn, &record, None, forward, PendingRow::FoldInTransaction)?;
         }
         let mut ordered: Vec<&Turn> = turns.iter().collect();
         ordered.sort_by_key(|(session, turn, _)| block_key(*session, *turn));
@@ -654,7 +654,7 @@ mod tests {
                         time: None,
                         tools: vec![],
                     };
-                    view.put_turn(*session, *turn, &record, forward, PendingRow::Logged)?;
+                    view.put_turn(*session, *turn, &record, None, forward, PendingRow::Logged)?;
                 }
                 view.fold_if_due()
             })?;

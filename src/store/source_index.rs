@@ -4,7 +4,9 @@ use super::error::{Error, corrupt};
 use super::evidence::{EvidenceMeta, EvidenceRecord};
 use super::keys::{block_key, split_block_key};
 use super::records::{MetaRecord, SessionRecord, TurnRecord};
-use super::tables::{EVIDENCE, META, SESSIONS, TURNS};
+use super::format::OLDEST_REBUILT_FORMAT;
+use super::tables::{EVIDENCE, META, SESSIONS, TEXT_DICTIONARIES, TURNS};
+use super::turn_text::Decoders;
 use super::{FORMAT_VERSION, META_KEY, StoreOptions, format, with_busy_wait};
 use redb::{ReadableDatabase, ReadableTable};
 use std::path::{Path, PathBuf};
@@ -14,10 +16,12 @@ use std::path::{Path, PathBuf};
 pub struct SourceIndex {
     db: redb::ReadOnlyDatabase,
     path: PathBuf,
+    format_version: u32,
 }
 
 impl SourceIndex {
-    /// Opens `path` read-only. Accepts any anchor-rules version; the format must be this one.
+    /// Opens `path` read-only. Accepts any anchor-rules version, and any format from
+    /// [`OLDEST_REBUILT_FORMAT`] to this one.
     ///
     /// # Errors
     /// [`Error::UnknownIndex`], [`Error::NotAnIndex`], [`Error::TooNew`], [`Error::Busy`].
@@ -42,15 +46,15 @@ impl SourceIndex {
         if meta.magic != format::MAGIC {
             return Err(not_ours());
         }
-        if meta.format_version != FORMAT_VERSION {
-            // Format 1 is the first: a different one is newer.
+        if !(OLDEST_REBUILT_FORMAT..=FORMAT_VERSION).contains(&meta.format_version) {
+            // Format 1 is the first and is still read: any other is newer.
             return Err(Error::TooNew {
                 path: path.to_path_buf(),
                 found: meta.format_version,
                 supported: FORMAT_VERSION,
             });
         }
-        Ok(SourceIndex { db, path: path.to_path_buf() })
+        Ok(SourceIndex { db, path: path.to_path_buf(), format_version: meta.format_version })
     }
 
     /// The file's path.
@@ -78,12 +82,24 @@ impl SourceIndex {
     pub fn turns(&self, session: u32, from: u32, limit: usize) -> Result<Vec<(u32, TurnRecord)>, Error> {
         let txn = self.db.begin_read()?;
         let table = txn.open_table(TURNS)?;
+        // Format 1 stored a turn as postcard `TurnRecord`; later ones as `turn_text` rows.
+        let dictionaries = match self.format_version {
+            1 => None,
+            _ => Some(txn.open_table(TEXT_DICTIONARIES)?),
+        };
+        let mut decoders = Decoders::default();
         let mut out = Vec::new();
         for entry in table.range(block_key(session, from)..=block_key(session, u32::MAX))?.take(limit) {
             let (key, value) = entry?;
             let (_, turn) = split_block_key(key.value());
-            let record = postcard::from_bytes(value.value())
-                .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
+            let what = || format!("turn {session}:{turn}");
+            let record = match &dictionaries {
+                None => postcard::from_bytes(value.value()).map_err(|e| corrupt(what(), e))?,
+                Some(dictionaries) => {
+                    let mut load = |id: u32| Ok(dictionaries.get(id)?.map(|g| g.value().to_vec()));
+                    decoders.decode(value.value(), what, &mut load)?
+                }
+            };
             out.push((turn, record));
         }
         Ok(out)

@@ -8,8 +8,11 @@ pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub const SESSION_NAMES: TableDefinition<&str, u32> = TableDefinition::new("session_names");
 /// Session id -> postcard [`super::records::SessionRecord`].
 pub const SESSIONS: TableDefinition<u32, &[u8]> = TableDefinition::new("sessions");
-/// Block key -> postcard [`super::records::TurnRecord`]: the raw text and what the gate said.
+/// Block key -> a turn's row ([`super::turn_text`]): what the gate said, then the compressed text.
 pub const TURNS: TableDefinition<u64, &[u8]> = TableDefinition::new("turns");
+/// Dictionary id -> a zstd dictionary trained on turn text ([`super::turn_text`]). Never
+/// changed once written: rows name the dictionary they were compressed with.
+pub const TEXT_DICTIONARIES: TableDefinition<u32, &[u8]> = TableDefinition::new("text_dictionaries");
 /// Block key -> postcard [`super::records::ForwardRecord`] of a turn whose postings are not
 /// folded yet (the durable delta log).
 pub const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending");

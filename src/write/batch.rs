@@ -17,6 +17,7 @@ use crate::gatekeeper::Gatekeeper;
 use crate::import::turns::ParsedTurn;
 use crate::store::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
+use crate::store::turn_text::{self, TextDictionary};
 use crate::store::{FOLD_BATCH, FoldTarget, View, WriteSource, block_key};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -66,6 +67,9 @@ pub struct Writer<'g> {
     /// The file's import checkpoint, stored with the turns of a file of one batch.
     checkpoint: RefCell<Option<(Vec<u8>, super::resume::Checkpoint)>>,
     wrote_checkpoint: std::cell::Cell<bool>,
+    /// What the batches' text is compressed with: the index's text dictionary, or one trained
+    /// on the first batch when the index has none (stored with the first batch written).
+    dictionary: RefCell<Option<TextDictionary>>,
 }
 
 impl<'g> Writer<'g> {
@@ -80,6 +84,7 @@ impl<'g> Writer<'g> {
             next_turns,
             checkpoint: RefCell::new(None),
             wrote_checkpoint: std::cell::Cell::new(false),
+            dictionary: RefCell::new(None),
         }
     }
 
@@ -105,10 +110,13 @@ impl<'g> Writer<'g> {
         I: Iterator<Item = Result<Batch, crate::Error>> + Send,
     {
         let mut batches = batches;
-        let first = match batches.next() {
-            Some(batch) => prepare(batch?),
-            None => return Ok(()),
+        let Some(first) = batches.next().transpose()? else { return Ok(()) };
+        let dictionary = match self.gatekeeper.store().read()?.text_dictionary()? {
+            Some((_, dictionary)) => Some(dictionary),
+            None => train_dictionary(&first),
         };
+        let first = prepare(first, dictionary.as_ref());
+        *self.dictionary.borrow_mut() = dictionary;
         let into_runs = first.turns.len() >= BATCH_TURNS;
         if !into_runs {
             return self.write_batches(first, batches, false);
@@ -147,9 +155,11 @@ impl<'g> Writer<'g> {
         I: Iterator<Item = Result<Batch, crate::Error>> + Send,
     {
         let mut current = first;
+        let dictionary = self.dictionary.borrow().clone();
+        let dictionary = dictionary.as_ref();
         loop {
             let (next, written) = std::thread::scope(|scope| {
-                let next = scope.spawn(|| batches.next().map(|b| b.map(prepare)));
+                let next = scope.spawn(|| batches.next().map(|b| b.map(|b| prepare(b, dictionary))));
                 let written = self.write_batch(std::mem::take(&mut current), into_runs);
                 // A panic while preparing goes on where rayon::join would take it.
                 (next.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), written)
@@ -184,6 +194,9 @@ impl<'g> Writer<'g> {
             // into the lists would merge the runs first).
             if !runs_wait || (!into_run && !pending) {
                 view.fold()?;
+            }
+            if let Some(dictionary) = self.dictionary.borrow().as_ref() {
+                view.add_text_dictionary(dictionary)?;
             }
             let ids = self.fill_keys(view, &batch, &mut layout)?;
             // Taken before any merge: after the recorded runs in the file, whose bytes the
@@ -373,8 +386,40 @@ struct Layout {
     grouped: Grouped,
 }
 
-/// Extracts the anchors of a batch and groups its postings, in parallel.
-fn prepare(batch: Batch) -> PreparedBatch {
+/// A text dictionary trained on a batch's turns, if they hold enough text.
+fn train_dictionary(batch: &Batch) -> Option<TextDictionary> {
+    let started = Instant::now();
+    let bodies: Vec<Vec<u8>> = batch
+        .par_iter()
+        .map(|(_, turn)| turn_text::body(&turn.user, &turn.assistant, &turn.time, &tool_records(&turn.tools)))
+        .collect();
+    let dictionary = TextDictionary::train(&turn_text::sample(bodies.iter().map(Vec::as_slice)));
+    if let Some(d) = &dictionary {
+        log::debug!(
+            "trained a {} byte text dictionary on {} turns in {:.0} ms",
+            d.bytes().len(),
+            bodies.len(),
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    dictionary
+}
+
+fn tool_records(tools: &[crate::import::turns::ToolCall]) -> Vec<ToolRecord> {
+    tools
+        .iter()
+        .map(|t| ToolRecord {
+            name: t.name.clone(),
+            call_id: t.call_id.clone(),
+            arguments: t.arguments.clone(),
+            result_bytes: t.result_bytes,
+        })
+        .collect()
+}
+
+/// Extracts the anchors of a batch, compresses its text (with `dictionary`) and groups its
+/// postings, in parallel.
+fn prepare(batch: Batch, dictionary: Option<&TextDictionary>) -> PreparedBatch {
     let turns: Vec<(usize, PreparedTurn)> = batch
         .into_par_iter()
         .map(|(i, turn)| {
@@ -388,7 +433,10 @@ fn prepare(batch: Batch) -> PreparedBatch {
                     result_bytes: t.result_bytes,
                 })
                 .collect();
-            (i, PreparedTurn::new(turn.user, turn.assistant, turn.time, tools))
+            let mut prepared = PreparedTurn::new(turn.user, turn.assistant, turn.time, tools);
+            let body = turn_text::body(&prepared.user, &prepared.assistant, &prepared.time, &prepared.tools);
+            prepared.text = Some(turn_text::compress(body, dictionary));
+            (i, prepared)
         })
         .collect();
     // Session order; stable, so each session's turns keep their file (= turn id) order.
@@ -445,7 +493,7 @@ mod tests {
             let hash = crate::store::anchor_hash("kafka");
             for turn in 0..2 {
                 let forward = ForwardRecord { len_user: 1, len_assistant: 0, entries: vec![(hash, 1, 0)] };
-                view.put_turn(id, turn, &record, forward, PendingRow::FoldInTransaction)?;
+                view.put_turn(id, turn, &record, None, forward, PendingRow::FoldInTransaction)?;
             }
             session.turn_count = 2;
             view.put_session(id, &session)?;

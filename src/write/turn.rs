@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::gate::Topic;
 use crate::segment::{self, GateFilter, SessionRef};
 use crate::store::records::{ForwardRecord, GateRecord, SessionRecord, ToolRecord, TurnRecord, next_digest};
+use crate::store::turn_text::EncodedText;
 use crate::store::{PendingRow, View, WriteSource};
 use crate::types::anchor_hash;
 use std::cmp::Ordering;
@@ -25,6 +26,9 @@ pub struct PreparedTurn {
     pub time: Option<String>,
     /// Tool calls of the turn.
     pub tools: Vec<ToolRecord>,
+    /// The turn's text compressed for its row, if done ahead of the write (a bulk import
+    /// compresses a batch in parallel).
+    pub text: Option<EncodedText>,
     user_anchors: Vec<HashedAnchor>,
     gate_filter: GateFilter,
     forward: ForwardRecord,
@@ -39,7 +43,7 @@ impl PreparedTurn {
         let assistant_anchors = anchor::extract_hashed(&assistant, anchor_hash);
         let forward = forward_record(&user_anchors, &assistant_anchors);
         let gate_filter = GateFilter::from_parts(framing, trigrams);
-        PreparedTurn { user, assistant, time, tools, user_anchors, gate_filter, forward }
+        PreparedTurn { user, assistant, time, tools, text: None, user_anchors, gate_filter, forward }
     }
 
     /// The turn's anchors, merged over both sides.
@@ -130,7 +134,7 @@ pub fn append_turn(
         Postings::Logged => PendingRow::Logged,
         Postings::FoldInTransaction(_) => PendingRow::FoldInTransaction,
     };
-    view.put_turn(id, turn_id, &stored, turn.forward, row)?;
+    view.put_turn(id, turn_id, &stored, turn.text, turn.forward, row)?;
     record.turn_count = next;
     record.segment_start = segment_start;
     let spent = Spent { _record: Some(stored), _anchors: turn.user_anchors, _filter: Some(turn.gate_filter) };

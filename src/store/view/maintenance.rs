@@ -100,8 +100,7 @@ impl View<WriteSource<'_>> {
                     removed.pending += 1;
                     continue;
                 }
-                let turn: TurnRecord =
-                    postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {s}:{t}"), e))?;
+                let turn = self.decode_turn(s, t, value.value())?;
                 let (len_user, len_assistant) = folded_lengths(&turn);
                 folded.blocks += 1;
                 folded.len_user += u64::from(len_user);

@@ -18,6 +18,7 @@ use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::run_file::{self, RunSpan};
 use super::runs::{self, Merged, NextRun, WrittenRun};
 use super::sorted;
+use super::turn_text::{Decoders, TextDictionary};
 use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
 use std::collections::BTreeMap;
@@ -34,6 +35,8 @@ pub trait Source {
     type Sessions: ReadableTable<u32, &'static [u8]>;
     /// `turns` and `pending`.
     type Blocks: ReadableTable<u64, &'static [u8]>;
+    /// `text_dictionaries`.
+    type Dictionaries: ReadableTable<u32, &'static [u8]>;
     /// `terms`.
     type Terms: ReadableTable<u64, u64>;
     /// `postings`.
@@ -60,6 +63,7 @@ impl Source for ReadSource {
     type Names = ReadOnlyTable<&'static str, u32>;
     type Sessions = ReadOnlyTable<u32, &'static [u8]>;
     type Blocks = ReadOnlyTable<u64, &'static [u8]>;
+    type Dictionaries = ReadOnlyTable<u32, &'static [u8]>;
     type Terms = ReadOnlyTable<u64, u64>;
     type Postings = ReadOnlyTable<u128, &'static [u8]>;
     type EvidenceDocs = ReadOnlyTable<u32, &'static [u8]>;
@@ -78,6 +82,7 @@ impl<'t> Source for WriteSource<'t> {
     type Names = Table<'t, &'static str, u32>;
     type Sessions = Table<'t, u32, &'static [u8]>;
     type Blocks = Table<'t, u64, &'static [u8]>;
+    type Dictionaries = Table<'t, u32, &'static [u8]>;
     type Terms = Table<'t, u64, u64>;
     type Postings = Table<'t, u128, &'static [u8]>;
     type EvidenceDocs = Table<'t, u32, &'static [u8]>;
@@ -95,6 +100,7 @@ pub(super) struct Tables<S: Source> {
     pub sessions: S::Sessions,
     pub turns: S::Blocks,
     pub pending: S::Blocks,
+    pub dictionaries: S::Dictionaries,
     pub terms: S::Terms,
     pub postings: S::Postings,
     pub evidence: S::EvidenceDocs,
@@ -140,6 +146,39 @@ pub struct Counts {
     pub pending: u64,
 }
 
+/// The space one table takes in the file (redb's table statistics).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TableSize {
+    /// The table's name in the file.
+    pub table: &'static str,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of keys and values.
+    pub stored_bytes: u64,
+    /// Bytes of branch pages and other metadata.
+    pub metadata_bytes: u64,
+    /// Bytes of pages the table holds but does not fill.
+    pub fragmented_bytes: u64,
+}
+
+impl TableSize {
+    fn of(table: &'static str, t: &impl ReadableTableMetadata) -> Result<Self, Error> {
+        let stats = t.stats()?;
+        Ok(TableSize {
+            table,
+            rows: t.len()?,
+            stored_bytes: stats.stored_bytes(),
+            metadata_bytes: stats.metadata_bytes(),
+            fragmented_bytes: stats.fragmented_bytes(),
+        })
+    }
+
+    /// Every byte the table occupies.
+    pub fn total_bytes(&self) -> u64 {
+        self.stored_bytes + self.metadata_bytes + self.fragmented_bytes
+    }
+}
+
 /// A consistent view of the index: one read or write transaction.
 pub struct View<S: Source> {
     path: PathBuf,
@@ -155,6 +194,12 @@ pub struct View<S: Source> {
     df_cache: Mutex<IdentityHashMap<u64, u64>>,
     /// The run this transaction took ([`View::next_run`]) and has not recorded yet.
     run_taken: Option<u32>,
+    /// Decompressors of turn text, made as rows need them.
+    decoders: Mutex<Decoders>,
+    /// The text dictionary new turns are compressed with: the last one stored.
+    text_dictionary: std::sync::OnceLock<Option<(u32, TextDictionary)>>,
+    /// Ids of the text dictionaries this view looked up, by the hash of their bytes.
+    dictionary_ids: IdentityHashMap<u64, u32>,
 }
 
 impl<S: Source> View<S> {
@@ -181,6 +226,9 @@ impl<S: Source> View<S> {
             unlogged: BTreeMap::new(),
             df_cache: Mutex::new(IdentityHashMap::default()),
             run_taken: None,
+            decoders: Mutex::new(Decoders::default()),
+            text_dictionary: std::sync::OnceLock::new(),
+            dictionary_ids: IdentityHashMap::default(),
         })
     }
 
@@ -284,12 +332,12 @@ mod tests {
             entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
         };
         store.write(|view| -> Result<(), Error> {
-            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]), PendingRow::Logged)?;
+            view.put_turn(0, 0, &turn_record(), None, forward(&[5, 6]), PendingRow::Logged)?;
             assert_eq!(view.df(5)?, 1);
             // A bulk writer's turns are not counted per anchor as they are put: the view
             // counts them from the pending blocks.
-            view.put_turn(1, 0, &turn_record(), forward(&[5]), PendingRow::FoldInTransaction)?;
-            view.put_turn(1, 1, &turn_record(), forward(&[7]), PendingRow::FoldInTransaction)?;
+            view.put_turn(1, 0, &turn_record(), None, forward(&[5]), PendingRow::FoldInTransaction)?;
+            view.put_turn(1, 1, &turn_record(), None, forward(&[7]), PendingRow::FoldInTransaction)?;
             assert_eq!((view.df(5)?, view.df(6)?, view.df(7)?, view.df(8)?), (2, 1, 1, 0));
             let counts = view.counts()?;
             assert_eq!((counts.turns, counts.anchors, counts.postings, counts.pending), (3, 3, 4, 3));
@@ -311,14 +359,14 @@ mod tests {
             entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
         };
         store.write(|view| {
-            view.put_turn(0, 0, &turn_record(), forward(&[5, 6]), PendingRow::FoldInTransaction)
+            view.put_turn(0, 0, &turn_record(), None, forward(&[5, 6]), PendingRow::FoldInTransaction)
         })?;
         store.write(|view| -> Result<(), Error> {
             assert_eq!(view.df(5)?, 1, "read by this view; 6 is not");
-            view.put_turn(0, 1, &turn_record(), forward(&[5, 6, 7]), PendingRow::FoldInTransaction)?;
+            view.put_turn(0, 1, &turn_record(), None, forward(&[5, 6, 7]), PendingRow::FoldInTransaction)?;
             view.fold()?;
             // Folded again by the same view: from the frequencies the first fold wrote.
-            view.put_turn(0, 2, &turn_record(), forward(&[6, 8]), PendingRow::FoldInTransaction)?;
+            view.put_turn(0, 2, &turn_record(), None, forward(&[6, 8]), PendingRow::FoldInTransaction)?;
             view.fold()
         })?;
         let view = store.read()?;
@@ -342,7 +390,7 @@ mod tests {
                 for &(s, t, hashes) in &turns {
                     let entries = hashes.iter().map(|&h| (h, 1, 0)).collect();
                     let forward = ForwardRecord { len_user: 2, len_assistant: 0, entries };
-                    view.put_turn(s, t, &turn_record(), forward, PendingRow::Logged)?;
+                    view.put_turn(s, t, &turn_record(), None, forward, PendingRow::Logged)?;
                 }
                 let blocks: Vec<NewBlock> = order.iter().map(|&b| block(b)).collect();
                 let mut postings = Vec::new();

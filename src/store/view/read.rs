@@ -50,6 +50,27 @@ impl<S: Source> View<S> {
         })
     }
 
+    /// The space each table takes, largest first. Walks every page of every table: a
+    /// diagnostic, not for the query path.
+    pub fn table_sizes(&self) -> Result<Vec<TableSize>, Error> {
+        let t = &self.tables;
+        let mut sizes = vec![
+            TableSize::of("turns", &t.turns)?,
+            TableSize::of("postings", &t.postings)?,
+            TableSize::of("terms", &t.terms)?,
+            TableSize::of("pending", &t.pending)?,
+            TableSize::of("text_dictionaries", &t.dictionaries)?,
+            TableSize::of("sessions", &t.sessions)?,
+            TableSize::of("session_names", &t.names)?,
+            TableSize::of("evidence", &t.evidence)?,
+            TableSize::of("evidence_refs", &t.evidence_refs)?,
+            TableSize::of("evidence_postings", &t.evidence_postings)?,
+            TableSize::of("evidence_terms", &t.evidence_terms)?,
+        ];
+        sizes.sort_by_key(|s| std::cmp::Reverse(s.total_bytes()));
+        Ok(sizes)
+    }
+
     /// Rows of the tables a whole-index job walks, as totals for its progress. redb keeps
     /// each table's length in its header, so no row is read.
     pub(crate) fn row_counts(&self) -> Result<RowCounts, Error> {
@@ -127,13 +148,27 @@ impl<S: Source> View<S> {
     /// A turn's text and gate record.
     pub fn turn_record(&self, session: u32, turn: u32) -> Result<Option<TurnRecord>, Error> {
         let key = block_key(session, turn);
-        let decode = |bytes: &[u8]| {
-            postcard::from_bytes(bytes).map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
-        };
         if let Some(row) = self.unlogged.get(&key) {
-            return decode(row).map(Some);
+            return self.decode_turn(session, turn, row).map(Some);
         }
-        self.tables.turns.get(key)?.map(|g| decode(g.value())).transpose()
+        self.tables.turns.get(key)?.map(|g| self.decode_turn(session, turn, g.value())).transpose()
+    }
+
+    /// Decodes a `turns` row ([`super::super::turn_text`]).
+    pub(crate) fn decode_turn(&self, session: u32, turn: u32, row: &[u8]) -> Result<TurnRecord, Error> {
+        let mut decoders = self.decoders.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut load = |id: u32| Ok(self.tables.dictionaries.get(id)?.map(|g| g.value().to_vec()));
+        decoders.decode(row, || format!("turn {session}:{turn}"), &mut load)
+    }
+
+    /// The text dictionary new turns are compressed with (the last one stored), and its id.
+    pub fn text_dictionary(&self) -> Result<Option<(u32, TextDictionary)>, Error> {
+        if let Some(known) = self.text_dictionary.get() {
+            return Ok(known.clone());
+        }
+        let last = self.tables.dictionaries.last()?;
+        let found = last.map(|(id, bytes)| (id.value(), TextDictionary::from_bytes(bytes.value())));
+        Ok(self.text_dictionary.get_or_init(|| found).clone())
     }
 
     /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.

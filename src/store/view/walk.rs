@@ -59,8 +59,7 @@ impl<S: Source> View<S> {
         for entry in self.tables.turns.iter()? {
             let (key, value) = entry?;
             let (session, turn) = split_block_key(key.value());
-            let record =
-                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {session}:{turn}"), e));
+            let record = self.decode_turn(session, turn, value.value());
             if !f(session, turn, record) {
                 break;
             }
@@ -80,8 +79,7 @@ impl<S: Source> View<S> {
         for entry in self.tables.turns.range(range)? {
             let (key, value) = entry?;
             let (_, turn) = split_block_key(key.value());
-            let record =
-                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("turn {session}:{turn}"), e));
+            let record = self.decode_turn(session, turn, value.value());
             f(turn, record)?;
         }
         Ok(())

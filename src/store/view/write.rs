@@ -2,6 +2,11 @@
 //! into a run of an import).
 
 use super::*;
+use crate::store::turn_text::{self, EncodedText};
+
+/// Turns an index grown one turn at a time holds when it trains its text dictionary (see
+/// [`View::fold_if_due`]): ~0.3–1 MiB of text in real logs, what training wants.
+pub const TRAIN_AT_TURNS: u64 = 1024;
 
 impl View<WriteSource<'_>> {
     /// Creates a session with no turns.
@@ -23,6 +28,43 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
+    /// Stores a text dictionary (if the file has no dictionary with its bytes) and returns its
+    /// id. The last one stored is the one new turns are compressed with.
+    pub fn add_text_dictionary(&mut self, dictionary: &TextDictionary) -> Result<u32, Error> {
+        if let Some(id) = self.find_text_dictionary(dictionary.hash())? {
+            return Ok(id);
+        }
+        let id = match self.tables.dictionaries.last()? {
+            Some((id, _)) => id.value().checked_add(1).ok_or_else(|| corrupt("text dictionaries", "ids exhausted"))?,
+            None => 0,
+        };
+        self.tables.dictionaries.insert(id, dictionary.bytes())?;
+        self.dictionary_ids.insert(dictionary.hash(), id);
+        self.text_dictionary = std::sync::OnceLock::from(Some((id, dictionary.clone())));
+        Ok(id)
+    }
+
+    /// The id of the stored dictionary whose bytes hash to `hash`.
+    fn text_dictionary_id(&mut self, hash: u64) -> Result<u32, Error> {
+        self.find_text_dictionary(hash)?
+            .ok_or_else(|| Error::bug("a turn was compressed with a text dictionary the index does not hold"))
+    }
+
+    fn find_text_dictionary(&mut self, hash: u64) -> Result<Option<u32>, Error> {
+        if let Some(&id) = self.dictionary_ids.get(&hash) {
+            return Ok(Some(id));
+        }
+        // A handful of rows: one per import that trained one into an index without.
+        for entry in self.tables.dictionaries.iter()? {
+            let (id, bytes) = entry?;
+            if xxhash_rust::xxh3::xxh3_64(bytes.value()) == hash {
+                self.dictionary_ids.insert(hash, id.value());
+                return Ok(Some(id.value()));
+            }
+        }
+        Ok(None)
+    }
+
     /// Stores the import checkpoint of a log file (`import_checkpoints`; the caller encodes it).
     pub fn put_import_checkpoint(&mut self, key: &[u8], value: &[u8]) -> Result<(), Error> {
         self.tables.checkpoints.insert(key, value)?;
@@ -37,27 +79,44 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
-    /// Stores a new turn; its anchors wait for the fold where `row` says.
+    /// Stores a new turn; its anchors wait for the fold where `row` says. `text` is the turn's
+    /// text already compressed (a bulk import compresses in parallel); without it, the text
+    /// is compressed here, with the index's text dictionary.
     pub fn put_turn(
         &mut self,
         session: u32,
         turn: u32,
         record: &TurnRecord,
+        text: Option<EncodedText>,
         forward: ForwardRecord,
         row: PendingRow,
     ) -> Result<(), Error> {
         let key = block_key(session, turn);
+        let text = match text {
+            Some(text) => text,
+            None => {
+                let dictionary = self.text_dictionary()?.map(|(_, d)| d);
+                let body = turn_text::body(&record.user, &record.assistant, &record.time, &record.tools);
+                turn_text::compress(body, dictionary.as_ref())
+            }
+        };
+        let dictionary_id = match text.dictionary() {
+            Some(hash) => Some(self.text_dictionary_id(hash)?),
+            None => None,
+        };
+        let encoded = turn_text::row(record, &text, dictionary_id)?;
+        drop(text);
         match row {
             PendingRow::Logged => {
                 let anchors = postcard::to_allocvec(&forward)
                     .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
                 self.tables.pending.insert(key, anchors.as_slice())?;
-                self.tables.turns.insert(key, encode_turn(session, turn, record)?.as_slice())?;
+                self.tables.turns.insert(key, encoded.as_slice())?;
                 self.pending.add(key, forward);
             }
             PendingRow::FoldInTransaction => {
                 // A turn stored before makes the fold's insert fail; one put twice fails here.
-                if self.unlogged.insert(key, encode_turn(session, turn, record)?).is_some() {
+                if self.unlogged.insert(key, encoded).is_some() {
                     return Err(corrupt(format!("turn {session}:{turn}"), "put twice"));
                 }
                 self.pending.add_uncounted(key, forward);
@@ -71,7 +130,49 @@ impl View<WriteSource<'_>> {
     /// batch of the import, and pending turns are read as they are. The import merges them
     /// with its runs, or the first write after it folds them.
     pub fn fold_if_due(&mut self) -> Result<(), Error> {
-        if self.pending.blocks.len() >= FOLD_BATCH && !self.runs_wait()? { self.fold() } else { Ok(()) }
+        if self.pending.blocks.len() < FOLD_BATCH || self.runs_wait()? {
+            return Ok(());
+        }
+        let folding = self.pending.blocks.len() as u64;
+        self.fold()?;
+        self.train_text_dictionary_if_due(folding)
+    }
+
+    /// Trains the index's text dictionary on its latest turns when it has none and has just
+    /// passed [`TRAIN_AT_TURNS`] turns, or twice, four times... as many (an index of short
+    /// turns tries again as it grows): an index grown one turn at a time (hooks, `add`) gets
+    /// one as a bulk import's first batch does. The turns stored before it stay compressed
+    /// without one. `added` is how many turns came since the last call.
+    fn train_text_dictionary_if_due(&mut self, added: u64) -> Result<(), Error> {
+        let turns = self.tables.turns.len()?;
+        let doubling = |n: u64| (n / TRAIN_AT_TURNS).checked_ilog2();
+        if doubling(turns) == doubling(turns.saturating_sub(added)) || self.text_dictionary()?.is_some() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let mut bodies = Vec::new();
+        let mut bytes = 0;
+        for entry in self.tables.turns.iter()?.rev() {
+            let (key, value) = entry?;
+            let (session, turn) = split_block_key(key.value());
+            let t = self.decode_turn(session, turn, value.value())?;
+            let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
+            bytes += body.len();
+            bodies.push(body);
+            if bytes >= 4 * turn_text::TRAIN_SAMPLE_BYTES {
+                break;
+            }
+        }
+        if let Some(dictionary) = TextDictionary::train(&turn_text::sample(bodies.iter().map(Vec::as_slice))) {
+            let id = self.add_text_dictionary(&dictionary)?;
+            log::debug!(
+                "trained text dictionary {id} ({} bytes) on {} turns in {:.0} ms",
+                dictionary.bytes().len(),
+                bodies.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        Ok(())
     }
 
     /// Whether an import's runs wait to be merged ([`View::merge_runs`]).
@@ -294,13 +395,6 @@ pub enum FoldTarget {
     Run(WrittenRun),
 }
 
-/// A turn's `turns` row.
-pub(super) fn encode_turn(session: u32, turn: u32, record: &TurnRecord) -> Result<Vec<u8>, Error> {
-    // One allocation: the texts and a little framing.
-    let capacity = record.user.len() + record.assistant.len() + 64;
-    postcard::to_extend(record, Vec::with_capacity(capacity))
-        .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))
-}
 
 /// Checks what [`View::fold_grouped`] is given against the pending turns: the same blocks,
 /// each session's consecutive and in turn order, and the same postings per anchor.

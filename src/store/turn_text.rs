@@ -1,0 +1,412 @@
+//! The rows of `turns` (format 2): what the gate said, raw, then the turn's text compressed.
+//!
+//! ```text
+//! row   = postcard TurnHead | varint codec | body
+//! codec = 0: body is postcard TurnBody
+//!       | 1: body is a zstd frame of postcard TurnBody
+//!       | 2 + k: the same, compressed with text dictionary k (table `text_dictionaries`)
+//! ```
+//! Turns are short (a few hundred bytes), and zstd alone barely compresses one (~0.7 of raw);
+//! a dictionary trained on the index's own turns brings real chats to ~0.5 and generated ones
+//! to ~0.15, while a turn stays one row: an add writes one record, a read decompresses one
+//! turn (~1 µs). Measured against blocks of turns in `tools/compare --bin codecs`
+//! (docs/compare.md). Dictionaries are never changed once stored: a row names the one it was
+//! compressed with, so a dictionary trained later never breaks an older row.
+
+use super::error::{Error, corrupt};
+use super::records::{GateRecord, ToolRecord, TurnRecord};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// zstd level: the codec measurement's choice (level 9 compressed turns 2–4% better at a third
+/// of the speed).
+const LEVEL: i32 = 3;
+
+/// Turn text a dictionary is trained on, at least: below it, zstd alone.
+pub const TRAIN_MIN_BYTES: usize = 256 << 10;
+
+/// Turn text sampled to train a dictionary: training takes ~50 ms for 1 MiB, and more text
+/// hardly changes the ratio (measured: 4 MiB gave 0.165 of raw against 1 MiB's 0.181, taking
+/// four times as long).
+pub const TRAIN_SAMPLE_BYTES: usize = 1 << 20;
+
+/// Largest dictionary: zstd's recommended size; a smaller one for a small sample, which could
+/// not fill it (about one byte of dictionary for 16 of text).
+const MAX_DICTIONARY_BYTES: usize = 64 << 10;
+
+/// Largest text a row may claim to hold when decompressed: a damaged row is an error, never a
+/// huge allocation. Far above any turn `Session::add_turn` accepts.
+const MAX_BODY_BYTES: u64 = 1 << 30;
+
+/// What the gate decided when the turn was added, and its segment: stored uncompressed, and
+/// written by the one writer (the gate needs the history), where the body is compressed
+/// before, in parallel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct TurnHead {
+    gate: GateRecord,
+    segment_start: u32,
+}
+
+/// The turn's text: compressed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct TurnBody {
+    user: String,
+    assistant: String,
+    time: Option<String>,
+    tools: Vec<ToolRecord>,
+}
+
+/// Borrowed [`TurnBody`]: encodes the same bytes without copying the texts.
+#[derive(Serialize)]
+struct TurnBodyRef<'a> {
+    user: &'a str,
+    assistant: &'a str,
+    time: &'a Option<String>,
+    tools: &'a [ToolRecord],
+}
+
+/// A zstd dictionary trained on turn text. Identified by the hash of its bytes until a writer
+/// stores it and it gets its id in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextDictionary {
+    hash: u64,
+    bytes: Arc<[u8]>,
+}
+
+impl TextDictionary {
+    /// A dictionary as stored.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        TextDictionary { hash: xxhash_rust::xxh3::xxh3_64(bytes), bytes: bytes.into() }
+    }
+
+    /// Trains a dictionary on turn bodies ([`body_sample`]); `None` below [`TRAIN_MIN_BYTES`]
+    /// or if zstd finds nothing to learn.
+    pub fn train(samples: &[Vec<u8>]) -> Option<Self> {
+        let total: usize = samples.iter().map(Vec::len).sum();
+        if total < TRAIN_MIN_BYTES {
+            return None;
+        }
+        let size = (total / 16).min(MAX_DICTIONARY_BYTES);
+        match zstd::dict::from_samples(samples, size) {
+            Ok(bytes) => Some(Self::from_bytes(&bytes)),
+            Err(e) => {
+                log::debug!("no text dictionary from {total} bytes of turns: {e}");
+                None
+            }
+        }
+    }
+
+    /// The dictionary's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The hash of its bytes.
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// Picks evenly spaced turns' bodies, about [`TRAIN_SAMPLE_BYTES`] of them, from `bodies`.
+pub fn sample<'a>(bodies: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Vec<Vec<u8>> {
+    let total: usize = bodies.clone().map(<[u8]>::len).sum();
+    let stride = total.div_ceil(TRAIN_SAMPLE_BYTES).max(1);
+    bodies.step_by(stride).map(<[u8]>::to_vec).collect()
+}
+
+/// A turn's text, encoded (and compressed) before its row is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedText {
+    /// Hash of the dictionary it was compressed with, if any.
+    dictionary: Option<u64>,
+    compressed: bool,
+    bytes: Vec<u8>,
+}
+
+impl EncodedText {
+    /// The hash of the dictionary the text needs, if any.
+    pub fn dictionary(&self) -> Option<u64> {
+        self.dictionary
+    }
+
+    /// Encoded bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// True for no bytes (never: a body has framing).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+}
+
+/// The uncompressed body of a turn: what [`TextDictionary::train`] learns from.
+pub fn body(user: &str, assistant: &str, time: &Option<String>, tools: &[ToolRecord]) -> Vec<u8> {
+    let capacity = user.len() + assistant.len() + 16;
+    postcard::to_extend(&TurnBodyRef { user, assistant, time, tools }, Vec::with_capacity(capacity))
+        .expect("a turn body always encodes")
+}
+
+thread_local! {
+    /// This thread's compressor, with the dictionary (by hash) it was made with: making one
+    /// loads the dictionary (~0.2–0.5 ms), so a bulk import's threads make one each.
+    static COMPRESSOR: RefCell<Option<(Option<u64>, zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+}
+
+/// Compresses a turn body (from [`body`]) with `dictionary`; keeps it raw when compression
+/// does not make it smaller.
+pub fn compress(body: Vec<u8>, dictionary: Option<&TextDictionary>) -> EncodedText {
+    let wanted = dictionary.map(TextDictionary::hash);
+    let compressed = COMPRESSOR.with(|cell| -> std::io::Result<Vec<u8>> {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|(hash, _)| *hash != wanted) {
+            let mut compressor = match dictionary {
+                Some(d) => zstd::bulk::Compressor::with_dictionary(LEVEL, d.bytes())?,
+                None => zstd::bulk::Compressor::new(LEVEL)?,
+            };
+            // The row names its dictionary; the frame need not.
+            compressor.set_parameter(zstd::stream::raw::CParameter::DictIdFlag(false))?;
+            *cell = Some((wanted, compressor));
+        }
+        let (_, compressor) = cell.as_mut().expect("made above");
+        compressor.compress(&body)
+    });
+    match compressed {
+        Ok(bytes) if bytes.len() < body.len() => EncodedText { dictionary: wanted, compressed: true, bytes },
+        Ok(_) => EncodedText { dictionary: None, compressed: false, bytes: body },
+        Err(e) => {
+            log::warn!("turn text stored uncompressed: zstd failed: {e}");
+            EncodedText { dictionary: None, compressed: false, bytes: body }
+        }
+    }
+}
+
+/// A `turns` row: `record`'s gate and segment, then `text` (its text, encoded), whose
+/// dictionary has id `dictionary_id` in the file.
+pub fn row(record: &TurnRecord, text: &EncodedText, dictionary_id: Option<u32>) -> Result<Vec<u8>, Error> {
+    let head = TurnHead { gate: record.gate.clone(), segment_start: record.segment_start };
+    let mut out = postcard::to_extend(&head, Vec::with_capacity(text.bytes.len() + 24))
+        .map_err(|e| corrupt("turn head", e))?;
+    let codec = match (text.compressed, text.dictionary, dictionary_id) {
+        (false, _, _) => 0,
+        (true, None, _) => 1,
+        (true, Some(_), Some(id)) => id.checked_add(2).ok_or_else(|| corrupt("text dictionary", "id too large"))?,
+        (true, Some(_), None) => return Err(Error::bug("a turn's text dictionary has no id in the file")),
+    };
+    super::postings::write_varint(&mut out, codec);
+    out.extend_from_slice(&text.bytes);
+    Ok(out)
+}
+
+/// Decompressors by dictionary id, made as rows need them: making one costs ~10 µs, and ~15 µs
+/// more to load a dictionary, against ~1 µs to decompress a turn.
+#[derive(Default)]
+pub struct Decoders {
+    plain: Option<zstd::bulk::Decompressor<'static>>,
+    with_dictionary: Vec<(u32, zstd::bulk::Decompressor<'static>)>,
+}
+
+/// Reads the bytes of text dictionary `id` from the file.
+pub type LoadDictionary<'a> = &'a mut dyn FnMut(u32) -> Result<Option<Vec<u8>>, Error>;
+
+impl Decoders {
+    /// Decodes a `turns` row; `what` names the turn in errors, `load` reads a dictionary the
+    /// row needs that no decoder has yet.
+    pub fn decode(
+        &mut self,
+        row: &[u8],
+        what: impl Fn() -> String,
+        load: LoadDictionary<'_>,
+    ) -> Result<TurnRecord, Error> {
+        let damaged = |e: &dyn std::fmt::Display| corrupt(what(), e);
+        let (head, rest): (TurnHead, &[u8]) = postcard::take_from_bytes(row).map_err(|e| damaged(&e))?;
+        let mut reader = super::postings::Reader::new(rest);
+        let codec = reader.varint().map_err(|e| damaged(&e))?;
+        let body = &rest[reader.offset()..];
+        let decompressed;
+        let body = match codec {
+            0 => body,
+            _ => {
+                let decompressor = self.decompressor(codec - 1, load).map_err(|e| damaged(&e))?;
+                let size = zstd::zstd_safe::get_frame_content_size(body)
+                    .ok()
+                    .flatten()
+                    .filter(|&size| size <= MAX_BODY_BYTES)
+                    .ok_or_else(|| damaged(&"no size in its zstd frame"))?;
+                decompressed = decompressor.decompress(body, size as usize).map_err(|e| damaged(&e))?;
+                &decompressed
+            }
+        };
+        let body: TurnBody = postcard::from_bytes(body).map_err(|e| damaged(&e))?;
+        Ok(TurnRecord {
+            user: body.user,
+            assistant: body.assistant,
+            gate: head.gate,
+            segment_start: head.segment_start,
+            time: body.time,
+            tools: body.tools,
+        })
+    }
+
+    /// The decompressor of `dictionary` (0: none; k + 1: dictionary k).
+    fn decompressor(
+        &mut self,
+        dictionary: u32,
+        load: LoadDictionary<'_>,
+    ) -> Result<&mut zstd::bulk::Decompressor<'static>, String> {
+        let Some(id) = dictionary.checked_sub(1) else {
+            if self.plain.is_none() {
+                self.plain = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
+            }
+            return Ok(self.plain.as_mut().expect("made above"));
+        };
+        let at = match self.with_dictionary.iter().position(|(d, _)| *d == id) {
+            Some(at) => at,
+            None => {
+                let bytes = load(id)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("its text dictionary {id} is not in the index"))?;
+                let decompressor = zstd::bulk::Decompressor::with_dictionary(&bytes).map_err(|e| e.to_string())?;
+                self.with_dictionary.push((id, decompressor));
+                self.with_dictionary.len() - 1
+            }
+        };
+        Ok(&mut self.with_dictionary[at].1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(user: &str, assistant: &str) -> TurnRecord {
+        TurnRecord {
+            user: user.into(),
+            assistant: assistant.into(),
+            gate: GateRecord { switch: true, overlap: 0.25, new_ratio: 0.5, deictic: Some("this".into()) },
+            segment_start: 7,
+            time: Some("2026-12-03T10:00:00Z".into()),
+            tools: vec![ToolRecord {
+                name: "Bash".into(),
+                call_id: Some("c1".into()),
+                arguments: "{\"command\":\"ls\"}".into(),
+                result_bytes: 12,
+            }],
+        }
+    }
+
+    fn encoded(r: &TurnRecord, dictionary: Option<&TextDictionary>) -> EncodedText {
+        compress(body(&r.user, &r.assistant, &r.time, &r.tools), dictionary)
+    }
+
+    fn no_dictionaries(_: u32) -> Result<Option<Vec<u8>>, Error> {
+        Ok(None)
+    }
+
+    fn decode(decoders: &mut Decoders, row: &[u8]) -> Result<TurnRecord, Error> {
+        decoders.decode(row, || "turn 0:0".into(), &mut no_dictionaries)
+    }
+
+    /// Turns that share most of their phrasing, as one log's do.
+    fn turns(n: usize) -> Vec<TurnRecord> {
+        (0..n)
+            .map(|i| {
+                record(
+                    &format!("How do I configure the connection pool of service {i} for peak load?"),
+                    &format!(
+                        "Set max_connections to {} and the idle timeout to {} seconds; then watch \
+                         the p99 latency of service {i} on the dashboard for a day before you raise it.",
+                        i % 97,
+                        i % 13
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_round_trip_with_and_without_compression() {
+        let mut decoders = Decoders::default();
+        let long = "the pool size and the timeout ".repeat(40);
+        for r in [record("", ""), record("short", "x"), record(&long, &long), record("分布式锁", &long)] {
+            let text = encoded(&r, None);
+            let row = row(&r, &text, None).unwrap();
+            assert_eq!(decode(&mut decoders, &row).unwrap(), r);
+        }
+        // The long text compresses; the short one is kept raw (codec 0).
+        assert!(encoded(&record(&long, &long), None).compressed);
+        assert!(!encoded(&record("short", "x"), None).compressed);
+    }
+
+    #[test]
+    fn a_dictionary_trained_on_turns_shrinks_them_and_is_needed_to_read_them() {
+        let turns = turns(4000);
+        let bodies: Vec<Vec<u8>> = turns.iter().map(|r| body(&r.user, &r.assistant, &r.time, &r.tools)).collect();
+        let raw: usize = bodies.iter().map(Vec::len).sum();
+        let samples = sample(bodies.iter().map(Vec::as_slice));
+        assert!(samples.iter().map(Vec::len).sum::<usize>() <= TRAIN_SAMPLE_BYTES + bodies[0].len());
+        let dictionary = TextDictionary::train(&samples).expect("enough text to train on");
+        let plain: usize = turns.iter().map(|r| encoded(r, None).len()).sum();
+        let with: usize = turns.iter().map(|r| encoded(r, Some(&dictionary)).len()).sum();
+        assert!(with * 2 < plain, "dictionary {with} bytes against zstd alone {plain} (raw {raw})");
+
+        let bytes = dictionary.bytes().to_vec();
+        let mut loads = 0;
+        let mut load = |id| {
+            loads += 1;
+            Ok((id == 3).then(|| bytes.clone()))
+        };
+        let mut decoders = Decoders::default();
+        for r in &turns[..50] {
+            let row = row(r, &encoded(r, Some(&dictionary)), Some(3)).unwrap();
+            assert_eq!(decoders.decode(&row, String::new, &mut load).unwrap(), *r);
+        }
+        assert_eq!(loads, 1, "a dictionary is loaded once per decoder set");
+
+        // A row that names a dictionary the file lacks is an error, not a panic.
+        let row = row(&turns[0], &encoded(&turns[0], Some(&dictionary)), Some(4)).unwrap();
+        let err = decode(&mut Decoders::default(), &row).unwrap_err();
+        assert!(err.to_string().contains("text dictionary 4"), "{err}");
+        // Nor without an id to name it by.
+        assert!(super::row(&turns[0], &encoded(&turns[0], Some(&dictionary)), None).is_err());
+    }
+
+    #[test]
+    fn too_little_text_trains_no_dictionary() {
+        let bodies: Vec<Vec<u8>> = turns(20).iter().map(|r| body(&r.user, &r.assistant, &r.time, &r.tools)).collect();
+        assert!(TextDictionary::train(&bodies).is_none());
+    }
+
+    #[test]
+    fn damaged_rows_are_errors() {
+        let r = record(&"pool timeout ".repeat(50), "ok");
+        let good = row(&r, &encoded(&r, None), None).unwrap();
+        let mut decoders = Decoders::default();
+        for cut in 0..good.len() {
+            assert!(decode(&mut decoders, &good[..cut]).is_err(), "cut at {cut}");
+        }
+        for at in 0..good.len() {
+            let mut flipped = good.clone();
+            flipped[at] ^= 0x5a;
+            // Either an error or some record: never a panic.
+            let _ = decode(&mut decoders, &flipped);
+        }
+    }
+
+    /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
+    #[test]
+    fn row_bytes_are_stable() {
+        let r = TurnRecord {
+            user: "hi".into(),
+            assistant: "yo".into(),
+            gate: GateRecord { switch: false, overlap: 0.0, new_ratio: 0.0, deictic: None },
+            segment_start: 1,
+            time: None,
+            tools: vec![],
+        };
+        let row = row(&r, &encoded(&r, None), None).unwrap();
+        assert_eq!(row, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, b'h', b'i', 2, b'y', b'o', 0, 0]);
+    }
+}

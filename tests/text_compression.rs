@@ -1,0 +1,142 @@
+//! Turn text is stored compressed (index format 2), with a zstd dictionary the index trains on
+//! its own turns: by a bulk import from its first batch, by an index grown one turn at a time
+//! once it passes 1,024 turns. Every turn reads back as it was given, before and after.
+
+use ctxgate::{Format, Gatekeeper, ImportOptions, Options, TableSize};
+use std::path::Path;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Turns of a working log: shared phrasing, changing names and numbers, ~450 bytes each.
+fn turn(i: usize) -> (String, String) {
+    let services = ["billing", "search", "ingest", "auth", "notifier", "scheduler", "gateway"];
+    let service = services[i % services.len()];
+    (
+        format!(
+            "Turn {i}: the {service} service answers slowly after the deploy of build {}; the p99 \
+             went from {} ms to {} ms. What should I look at first?",
+            1000 + i * 7,
+            40 + i % 60,
+            300 + i % 900
+        ),
+        format!(
+            "Check the {service} connection pool first: with max_connections at {} and an idle \
+             timeout of {} s, a burst of requests waits on the pool. Then compare the slow query \
+             log of build {} with the one before it, and look at the GC pauses of the {service} \
+             workers on the dashboard.",
+            8 + i % 120,
+            5 + i % 55,
+            1000 + i * 7
+        ),
+    )
+}
+
+fn table<'a>(tables: &'a [TableSize], name: &str) -> &'a TableSize {
+    tables.iter().find(|t| t.table == name).unwrap_or_else(|| panic!("no table {name} in {tables:?}"))
+}
+
+fn check_turns(gk: &Gatekeeper, session: &str, count: usize) -> TestResult {
+    let mut seen = 0;
+    gk.session(session)?.for_each_turn(|stored| {
+        let (user, assistant) = turn(stored.turn_id as usize);
+        assert_eq!((stored.user.as_str(), stored.assistant.as_str()), (user.as_str(), assistant.as_str()));
+        seen += 1;
+        Ok(())
+    })?;
+    assert_eq!(seen, count);
+    Ok(())
+}
+
+fn raw_bytes(count: usize) -> usize {
+    (0..count).map(turn).map(|(u, a)| u.len() + a.len()).sum()
+}
+
+#[test]
+fn an_index_grown_turn_by_turn_trains_its_dictionary_once_it_has_enough_turns() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    let session = gk.session("main")?;
+    for i in 0..1000 {
+        let (user, assistant) = turn(i);
+        session.add_turn(&user, &assistant)?;
+    }
+    let before = gk.table_sizes()?;
+    assert_eq!(table(&before, "text_dictionaries").rows, 0, "no dictionary before 1,024 turns");
+    // zstd alone on each turn.
+    let plain_per_turn = table(&before, "turns").stored_bytes as f64 / 1000.0;
+    for i in 1000..1400 {
+        let (user, assistant) = turn(i);
+        session.add_turn(&user, &assistant)?;
+    }
+    let after = gk.table_sizes()?;
+    assert_eq!(table(&after, "text_dictionaries").rows, 1, "{after:?}");
+    // The last 400 turns took less than a third of what zstd alone made of the first 1,000.
+    let last_per_turn =
+        (table(&after, "turns").stored_bytes - table(&before, "turns").stored_bytes) as f64 / 400.0;
+    assert!(
+        last_per_turn * 3.0 < plain_per_turn,
+        "with the dictionary {last_per_turn:.0} bytes a turn, without {plain_per_turn:.0}"
+    );
+    drop(session);
+    drop(gk);
+    // Reopened: turns from before and after the dictionary read back whole.
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    check_turns(&gk, "main", 1400)?;
+    assert!(gk.verify()?.is_ok());
+    Ok(())
+}
+
+fn write_log(path: &Path, sessions: usize, per_session: usize) -> std::io::Result<()> {
+    let mut text = String::new();
+    for s in 0..sessions {
+        for t in 0..per_session {
+            let (user, assistant) = turn(t);
+            let line = serde_json::json!({"session": format!("s{s}"), "user": user, "assistant": assistant});
+            text.push_str(&format!("{line}\n"));
+        }
+    }
+    std::fs::write(path, text)
+}
+
+#[test]
+fn a_bulk_import_trains_on_its_first_batch_and_later_imports_use_that_dictionary() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 2, 1000)?;
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    let options = ImportOptions { format: Format::Jsonl, ..ImportOptions::default() };
+    gk.import(std::slice::from_ref(&log), &options)?;
+    let tables = gk.table_sizes()?;
+    assert_eq!(table(&tables, "text_dictionaries").rows, 1);
+    let stored = table(&tables, "turns").stored_bytes as f64;
+    let raw = 2.0 * raw_bytes(1000) as f64;
+    assert!(stored < 0.25 * raw, "turn rows {stored} bytes for {raw} bytes of text");
+    check_turns(&gk, "s0", 1000)?;
+    check_turns(&gk, "s1", 1000)?;
+
+    // A second file, into the same index: no second dictionary.
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        std::fs::read_to_string(&log)?.replace("\"s0\"", "\"s2\"").replace("\"s1\"", "\"s3\""),
+    )?;
+    gk.import(&[more], &options)?;
+    assert_eq!(table(&gk.table_sizes()?, "text_dictionaries").rows, 1);
+    check_turns(&gk, "s3", 1000)?;
+    Ok(())
+}
+
+#[test]
+fn a_small_import_trains_no_dictionary_and_still_reads_back() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 1, 30)?;
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    gk.import(&[log], &ImportOptions { format: Format::Jsonl, ..ImportOptions::default() })?;
+    assert_eq!(table(&gk.table_sizes()?, "text_dictionaries").rows, 0);
+    check_turns(&gk, "s0", 30)?;
+    Ok(())
+}
