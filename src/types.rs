@@ -16,7 +16,9 @@ pub fn anchor_hash(anchor: &str) -> u64 {
 }
 
 /// One occurrence of an anchor in a block: where, how often per side, and the sides' lengths
-/// (as decoded from their one-byte norms, so quantized).
+/// (as decoded from their one-byte norms, so quantized). A side's length is 0 where the
+/// anchor does not occur in it ([`Posting::new`]): BM25 never reads it there, and posting
+/// chunks do not store it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Posting {
     /// Turn id within the session.
@@ -29,6 +31,19 @@ pub struct Posting {
     pub len_user: u32,
     /// Anchor occurrences in the assistant text.
     pub len_assistant: u32,
+}
+
+impl Posting {
+    /// A posting with each side's length kept only where the anchor occurs in that side.
+    pub fn new(turn: u32, tf_user: u32, tf_assistant: u32, len_user: u32, len_assistant: u32) -> Self {
+        Posting {
+            turn,
+            tf_user,
+            tf_assistant,
+            len_user: if tf_user == 0 { 0 } else { len_user },
+            len_assistant: if tf_assistant == 0 { 0 } else { len_assistant },
+        }
+    }
 }
 
 #[cfg(test)]

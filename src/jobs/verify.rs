@@ -215,7 +215,8 @@ impl Gatekeeper {
                 (quantize_len(forward.len_user), quantize_len(forward.len_assistant));
             for &(hash, tf_user, tf_assistant) in &forward.entries {
                 *df.entry(hash).or_default() += 1;
-                expected.push(((hash, session, turn), (tf_user, tf_assistant, len_user, len_assistant)));
+                let posting = Posting::new(turn, tf_user, tf_assistant, len_user, len_assistant);
+                expected.push(((hash, session, turn), posting_values(&posting)));
             }
             true
         })?;

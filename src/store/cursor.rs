@@ -113,7 +113,7 @@ mod tests {
                             tf_user: 1,
                             tf_assistant: turn % 4,
                             len_user: 5,
-                            len_assistant: 9,
+                            len_assistant: if turn % 4 == 0 { 0 } else { 9 },
                         })
                         .collect();
                     for (no, chunk) in postings::encode_list(list.iter()).unwrap().iter().enumerate() {

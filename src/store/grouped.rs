@@ -160,7 +160,7 @@ pub(super) fn for_each_list(
         let (session, turn) = split_block_key(block.key);
         let (tf_user, tf_assistant) = (p.tf_user, p.tf_assistant);
         let (len_user, len_assistant) = (block.len_user, block.len_assistant);
-        Ok::<_, Error>((session, Posting { turn, tf_user, tf_assistant, len_user, len_assistant }))
+        Ok::<_, Error>((session, Posting::new(turn, tf_user, tf_assistant, len_user, len_assistant)))
     };
     let mut lists = 0;
     let mut postings = group.iter();

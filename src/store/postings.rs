@@ -3,10 +3,13 @@
 //! A chunk holds at most [`CHUNK_CAPACITY`] postings in ascending turn order:
 //! ```text
 //! varint count | varint last_turn | posting*
-//! posting = varint turn_delta | tf | norm_user u8 | norm_assistant u8
+//! posting = varint turn_delta | tf | [norm_user u8] | [norm_assistant u8]
 //! tf      = u8 (tf_user << 4 | tf_assistant), when both are below 15
 //!         | 0xFF varint tf_user varint tf_assistant
 //! ```
+//! A side's norm is there only when its tf is not 0: BM25 scores a side without the anchor 0
+//! whatever its length, and most anchors of a turn occur on one side only (format 2; format 1
+//! stored both norms always).
 //! The first posting's delta is its turn id. Side lengths (BM25's document lengths) are stored
 //! as one-byte norms ([`encode_norm`]: exact below 16, then 3 mantissa bits, ~12% steps), as
 //! search engines store field norms: length normalization needs the scale, not the digit, and
@@ -169,8 +172,8 @@ pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), Corrupt
         } else {
             (u32::from(tf >> 4), u32::from(tf & 0xF))
         };
-        let len_user = decode_norm(reader.byte()?);
-        let len_assistant = decode_norm(reader.byte()?);
+        let len_user = if tf_user == 0 { 0 } else { decode_norm(reader.byte()?) };
+        let len_assistant = if tf_assistant == 0 { 0 } else { decode_norm(reader.byte()?) };
         emit(Posting { turn, tf_user, tf_assistant, len_user, len_assistant });
     }
     if reader.offset != chunk.len() {
@@ -196,11 +199,17 @@ fn encode_posting(out: &mut Vec<u8>, delta: u32, p: &Posting) {
         at = put_varint(&mut bytes, at + 1, p.tf_user);
         at = put_varint(&mut bytes, at, p.tf_assistant);
     }
-    bytes[at] = encode_norm(p.len_user);
-    bytes[at + 1] = encode_norm(p.len_assistant);
+    if p.tf_user > 0 {
+        bytes[at] = encode_norm(p.len_user);
+        at += 1;
+    }
+    if p.tf_assistant > 0 {
+        bytes[at] = encode_norm(p.len_assistant);
+        at += 1;
+    }
     // All of it, then back to the end: a copy of fixed length is two moves, where one of the
     // encoded length was a call to `memcpy`.
-    let end = out.len() + at + 2;
+    let end = out.len() + at;
     out.extend_from_slice(&bytes);
     out.truncate(end);
 }
@@ -347,7 +356,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn posting(turn: u32, tf_user: u32) -> Posting {
-        Posting { turn, tf_user, tf_assistant: 1, len_user: 12, len_assistant: quantize_len(300) }
+        Posting::new(turn, tf_user, 1, 12, quantize_len(300))
     }
 
     fn decode_all(chunk: &[u8]) -> Vec<Posting> {
@@ -407,6 +416,18 @@ mod tests {
         assert!(encode_list([].iter()).expect("empty").is_empty());
         let unordered = [posting(5, 1), posting(5, 1)];
         assert!(encode_list(unordered.iter()).is_err(), "turns must ascend");
+    }
+
+    /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
+    #[test]
+    fn a_side_without_the_anchor_stores_no_norm() {
+        let postings = [Posting::new(3, 2, 0, 40, 500), Posting::new(5, 0, 1, 40, 480), Posting::new(9, 1, 1, 7, 20)];
+        let chunk = encode(&postings);
+        // count, last turn | delta, tf, norm user | delta, tf, norm assistant | delta, tf, both.
+        assert_eq!(chunk, [3, 9, 3, 0x20, encode_norm(40), 2, 0x01, encode_norm(480), 4, 0x11, 7, encode_norm(20)]);
+        let decoded = decode_all(&chunk);
+        assert_eq!(decoded, postings);
+        assert_eq!((decoded[0].len_assistant, decoded[1].len_user), (0, 0), "absent sides have no length");
     }
 
     #[test]
@@ -472,7 +493,7 @@ mod tests {
             let mut turn = 0;
             let postings: Vec<Posting> = deltas.iter().enumerate().map(|(i, &(d, tu, ta))| {
                 turn = if i == 0 { d - 1 } else { turn + d };
-                Posting { turn, tf_user: tu, tf_assistant: ta, len_user: quantize_len(tu * 3), len_assistant: quantize_len(ta * 7) }
+                Posting::new(turn, tu, ta, quantize_len(tu * 3 + 1), quantize_len(ta * 7 + 1))
             }).collect();
             prop_assert_eq!(decode_all(&encode(&postings)), postings);
         }

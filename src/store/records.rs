@@ -144,12 +144,8 @@ impl ForwardRecord {
     /// The turn's posting for `hash`, if it has that anchor, as folding will store it: side
     /// lengths quantized to their norms, so folding changes no score of a pending turn.
     pub fn posting(&self, turn: u32, hash: u64) -> Option<Posting> {
-        self.get(hash).map(|(tf_user, tf_assistant)| Posting {
-            turn,
-            tf_user,
-            tf_assistant,
-            len_user: quantize_len(self.len_user),
-            len_assistant: quantize_len(self.len_assistant),
+        self.get(hash).map(|(tf_user, tf_assistant)| {
+            Posting::new(turn, tf_user, tf_assistant, quantize_len(self.len_user), quantize_len(self.len_assistant))
         })
     }
 }
