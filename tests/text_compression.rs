@@ -140,3 +140,30 @@ fn a_small_import_trains_no_dictionary_and_still_reads_back() -> TestResult {
     check_turns(&gk, "s0", 30)?;
     Ok(())
 }
+
+#[test]
+fn many_small_files_train_a_dictionary_once_the_index_is_large_enough() -> TestResult {
+    // An agent's logs: many files, none with enough text for its first batch to train on.
+    let dir = tempfile::tempdir()?;
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs)?;
+    for f in 0..24 {
+        let mut text = String::new();
+        for t in 0..60 {
+            let (user, assistant) = turn(t);
+            let line = serde_json::json!({"session": format!("f{f}"), "user": user, "assistant": assistant});
+            text.push_str(&format!("{line}\n"));
+        }
+        std::fs::write(logs.join(format!("{f:02}.jsonl")), text)?;
+    }
+    let path = dir.path().join("index.redb");
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    let report = gk.import(&[logs], &ImportOptions { format: Format::Jsonl, ..ImportOptions::default() })?;
+    assert_eq!(report.new_turns, 24 * 60);
+    assert_eq!(table(&gk.table_sizes()?, "text_dictionaries").rows, 1, "trained past 1,024 turns");
+    for f in [0, 23] {
+        check_turns(&gk, &format!("f{f}"), 60)?;
+    }
+    assert!(gk.verify()?.is_ok());
+    Ok(())
+}

@@ -470,6 +470,16 @@ impl Store {
         })
     }
 
+    /// Trains the index's text dictionary if it is due after `added` more turns
+    /// ([`View::text_dictionary_due`]); an import calls it after each file, as the fold of
+    /// turns added one at a time does.
+    pub fn train_text_dictionary_if_due(&self, added: u64) -> Result<(), Error> {
+        if added == 0 || !self.read()?.text_dictionary_due(added)? {
+            return Ok(());
+        }
+        self.write(|view| view.train_text_dictionary_if_due(added))
+    }
+
     /// A consistent snapshot for reading (one redb read transaction).
     pub fn read(&self) -> Result<View<ReadSource>, Error> {
         let txn = self.db.begin_read()?;

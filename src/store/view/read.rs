@@ -161,6 +161,16 @@ impl<S: Source> View<S> {
         decoders.decode(row, || format!("turn {session}:{turn}"), &mut load)
     }
 
+    /// Whether the index should train its text dictionary now: it has none, and the last
+    /// `added` turns took it past [`super::write::TRAIN_AT_TURNS`] turns, or twice, four
+    /// times... as many (an index of short turns, too little text to train on, tries again as
+    /// it grows).
+    pub fn text_dictionary_due(&self, added: u64) -> Result<bool, Error> {
+        let turns = self.tables.turns.len()?;
+        let doubling = |n: u64| (n / super::write::TRAIN_AT_TURNS).checked_ilog2();
+        Ok(doubling(turns) != doubling(turns.saturating_sub(added)) && self.text_dictionary()?.is_none())
+    }
+
     /// The text dictionary new turns are compressed with (the last one stored), and its id.
     pub fn text_dictionary(&self) -> Result<Option<(u32, TextDictionary)>, Error> {
         if let Some(known) = self.text_dictionary.get() {

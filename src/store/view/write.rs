@@ -138,15 +138,12 @@ impl View<WriteSource<'_>> {
         self.train_text_dictionary_if_due(folding)
     }
 
-    /// Trains the index's text dictionary on its latest turns when it has none and has just
-    /// passed [`TRAIN_AT_TURNS`] turns, or twice, four times... as many (an index of short
-    /// turns tries again as it grows): an index grown one turn at a time (hooks, `add`) gets
-    /// one as a bulk import's first batch does. The turns stored before it stay compressed
-    /// without one. `added` is how many turns came since the last call.
-    fn train_text_dictionary_if_due(&mut self, added: u64) -> Result<(), Error> {
-        let turns = self.tables.turns.len()?;
-        let doubling = |n: u64| (n / TRAIN_AT_TURNS).checked_ilog2();
-        if doubling(turns) == doubling(turns.saturating_sub(added)) || self.text_dictionary()?.is_some() {
+    /// Trains the index's text dictionary on its latest turns when it is due
+    /// ([`View::text_dictionary_due`]): an index grown one turn at a time (hooks, `add`) or by
+    /// many small files gets one as a bulk import's first batch does. The turns stored before
+    /// it stay compressed without one.
+    pub fn train_text_dictionary_if_due(&mut self, added: u64) -> Result<(), Error> {
+        if !self.text_dictionary_due(added)? {
             return Ok(());
         }
         let started = std::time::Instant::now();

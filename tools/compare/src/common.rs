@@ -226,13 +226,28 @@ pub fn record_peak_rss(figures: &mut Figures, name: &str) {
 
 /// Bytes of every file under `path` (a file or a directory).
 pub fn disk_bytes(path: &Path) -> Result<u64> {
+    Ok(file_bytes(path)?.0)
+}
+
+/// The bytes the disk holds for a file or a directory tree: its allocated blocks. redb grows
+/// its file by doubling and leaves the growth unwritten (a sparse file), so the length says
+/// more than `du`.
+pub fn allocated_bytes(path: &Path) -> Result<u64> {
+    Ok(file_bytes(path)?.1)
+}
+
+/// (length, allocated bytes) of a file, or summed over a directory tree.
+fn file_bytes(path: &Path) -> Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?;
     if !meta.is_dir() {
-        return Ok(meta.len());
+        return Ok((meta.len(), meta.blocks() * 512));
     }
-    let mut total = 0;
+    let (mut length, mut allocated) = (0, 0);
     for entry in std::fs::read_dir(path)? {
-        total += disk_bytes(&entry?.path())?;
+        let (l, a) = file_bytes(&entry?.path())?;
+        length += l;
+        allocated += a;
     }
-    Ok(total)
+    Ok((length, allocated))
 }

@@ -11,7 +11,8 @@
 //!   anchor's postings in one range scan over every session (`View::anchor_postings`).
 
 use crate::common::{
-    Figures, Setup, TOP_K, cold_then_warm, disk_bytes, query_anchors, record, record_peak_rss,
+    Figures, Setup, TOP_K, allocated_bytes, cold_then_warm, disk_bytes, query_anchors, record,
+    record_peak_rss,
 };
 use anyhow::{Result, bail};
 use corpus::timing::time_each;
@@ -40,6 +41,7 @@ pub fn bulk(setup: &Setup) -> Result<Figures> {
     let mut figures = Figures::new();
     figures.insert("bulk.seconds".into(), seconds);
     figures.insert("bulk.index_bytes".into(), disk_bytes(&path)? as f64);
+    figures.insert("bulk.allocated_bytes".into(), allocated_bytes(&path)? as f64);
     record_peak_rss(&mut figures, "bulk.peak_rss_kib");
     // Not part of the import: what `ctxgate compact` makes of the file afterwards.
     let compacted = Gatekeeper::open(&path, Options::default())?.compact()?;

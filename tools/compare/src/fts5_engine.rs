@@ -7,7 +7,8 @@
 //! turn.
 
 use crate::common::{
-    Figures, Setup, TOP_K, cold_then_warm, disk_bytes, query_anchors, record, record_peak_rss, turn_anchors,
+    Figures, Setup, TOP_K, allocated_bytes, cold_then_warm, disk_bytes, query_anchors, record,
+    record_peak_rss, turn_anchors,
 };
 use anyhow::{Result, bail};
 use corpus::timing::time_each;
@@ -108,6 +109,7 @@ pub fn bulk(setup: &Setup) -> Result<Figures> {
     let mut figures = Figures::new();
     figures.insert("bulk.seconds".into(), seconds);
     figures.insert("bulk.index_bytes".into(), disk_bytes(&dir)? as f64);
+    figures.insert("bulk.allocated_bytes".into(), allocated_bytes(&dir)? as f64);
     record_peak_rss(&mut figures, "bulk.peak_rss_kib");
     Ok(figures)
 }

@@ -28,6 +28,7 @@ enum Source {
     TurnsPerSecond,
     MbPerSecond,
     BytesPerTurn,
+    AllocatedBytesPerTurn,
     CompactedBytesPerTurn,
     Kib(&'static str),
 }
@@ -39,6 +40,7 @@ fn value(figures: &Figures, source: &Source) -> Option<f64> {
         Source::TurnsPerSecond => Some(get("bulk.turns")? / get("bulk.seconds")?),
         Source::MbPerSecond => Some(get("bulk.text_bytes")? / 1e6 / get("bulk.seconds")?),
         Source::BytesPerTurn => Some(get("bulk.index_bytes")? / get("bulk.turns")?),
+        Source::AllocatedBytesPerTurn => Some(get("bulk.allocated_bytes")? / get("bulk.turns")?),
         Source::CompactedBytesPerTurn => Some(get("bulk.compacted_bytes")? / get("bulk.turns")?),
         Source::Kib(key) => Some(get(key)? / 1024.0),
     }
@@ -54,7 +56,8 @@ fn rows() -> Vec<Row> {
     let mut rows = vec![
         same("bulk import, turns/s", Unit::PerSecond, Source::TurnsPerSecond),
         same("bulk import, MB/s of text", Unit::PerSecond, Source::MbPerSecond),
-        same("index bytes per turn", Unit::Bytes, Source::BytesPerTurn),
+        same("index bytes per turn (file length)", Unit::Bytes, Source::BytesPerTurn),
+        same("index bytes per turn (allocated on disk)", Unit::Bytes, Source::AllocatedBytesPerTurn),
         Row {
             label: "index bytes per turn, ctxgate after `compact`".into(),
             unit: Unit::Bytes,
@@ -222,6 +225,21 @@ fn targets(results: &BTreeMap<String, Figures>) -> String {
         false,
     );
     check(
+        "index bytes per turn on disk, as the import leaves it, <= tantivy's",
+        ratio(get("ctxgate", Source::AllocatedBytesPerTurn), get("tantivy", Source::AllocatedBytesPerTurn)),
+        1.0,
+        false,
+    );
+    check(
+        "bulk import peak RSS <= 2x tantivy's",
+        ratio(
+            get("ctxgate", Source::Kib("bulk.peak_rss_kib")),
+            get("tantivy", Source::Kib("bulk.peak_rss_kib")),
+        ),
+        2.0,
+        false,
+    );
+    check(
         "durable add p50 <= FTS5's per-turn commit",
         ratio(get("ctxgate", key("add.p50_ms")), get("fts5", key("add.p50_ms"))),
         1.0,
@@ -257,6 +275,7 @@ pub fn json(setup: &Setup, results: &BTreeMap<String, Figures>) -> serde_json::V
             ("bulk.turns_per_s", Source::TurnsPerSecond),
             ("bulk.mb_per_s", Source::MbPerSecond),
             ("bulk.bytes_per_turn", Source::BytesPerTurn),
+            ("bulk.allocated_bytes_per_turn", Source::AllocatedBytesPerTurn),
         ] {
             if let Some(v) = value(figures, &source) {
                 derived.insert(name.into(), v);
