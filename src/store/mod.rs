@@ -483,21 +483,24 @@ impl Store {
     /// A consistent snapshot for reading (one redb read transaction).
     pub fn read(&self) -> Result<View<ReadSource>, Error> {
         let txn = self.db.begin_read()?;
+        // The file passed the open's checks: one of its tables gone is damage (a flipped bit
+        // in redb's table of tables), not another program's file.
+        let path = &self.path;
         View::open(
             &self.path,
             Tables {
-                meta: txn.open_table(META)?,
-                names: txn.open_table(SESSION_NAMES)?,
-                sessions: txn.open_table(SESSIONS)?,
-                turns: txn.open_table(TURNS)?,
-                pending: txn.open_table(PENDING)?,
-                dictionaries: txn.open_table(TEXT_DICTIONARIES)?,
-                terms: txn.open_table(TERMS)?,
-                postings: txn.open_table(POSTINGS)?,
-                evidence: txn.open_table(EVIDENCE)?,
-                evidence_refs: txn.open_table(EVIDENCE_REFS)?,
-                evidence_postings: txn.open_table(EVIDENCE_POSTINGS)?,
-                evidence_terms: txn.open_table(EVIDENCE_TERMS)?,
+                meta: open_ours(&txn, META, path)?,
+                names: open_ours(&txn, SESSION_NAMES, path)?,
+                sessions: open_ours(&txn, SESSIONS, path)?,
+                turns: open_ours(&txn, TURNS, path)?,
+                pending: open_ours(&txn, PENDING, path)?,
+                dictionaries: open_ours(&txn, TEXT_DICTIONARIES, path)?,
+                terms: open_ours(&txn, TERMS, path)?,
+                postings: open_ours(&txn, POSTINGS, path)?,
+                evidence: open_ours(&txn, EVIDENCE, path)?,
+                evidence_refs: open_ours(&txn, EVIDENCE_REFS, path)?,
+                evidence_postings: open_ours(&txn, EVIDENCE_POSTINGS, path)?,
+                evidence_terms: open_ours(&txn, EVIDENCE_TERMS, path)?,
                 runs: has_rows(&txn, RUN_FILES)? || has_rows(&txn, RUNS)?,
                 checkpoints: (),
             },
@@ -646,6 +649,22 @@ fn create_evidence_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
     txn.open_table(EVIDENCE_POSTINGS)?;
     txn.open_table(EVIDENCE_TERMS)?;
     Ok(())
+}
+
+/// Opens one of the tables every index has, in a read transaction: a missing one means the
+/// file is damaged.
+fn open_ours<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &redb::ReadTransaction,
+    table: redb::TableDefinition<K, V>,
+    path: &Path,
+) -> Result<redb::ReadOnlyTable<K, V>, Error> {
+    match txn.open_table(table) {
+        Ok(table) => Ok(table),
+        Err(redb::TableError::TableDoesNotExist(name)) => {
+            Err(Error::Damaged { path: path.to_path_buf(), detail: format!("its table {name} is missing") })
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A `meta` table without its record: a damaged index if the file has the other tables an
