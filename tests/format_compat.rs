@@ -259,3 +259,34 @@ fn a_missing_directory_is_named() -> TestResult {
     assert!(err.to_string().contains("no/such/dir"), "{err}");
     Ok(())
 }
+
+/// A table every index has, gone from the file (a damaged table of tables), is damage: reads
+/// and writes say so, naming the table and the way out, instead of recreating it empty.
+#[test]
+fn a_missing_table_is_damage_for_readers_and_writers() -> TestResult {
+    for table in ["text_dictionaries", "evidence_refs", "turns"] {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("index.redb");
+        let gk = Gatekeeper::open(&path, Options::default())?;
+        gk.session("s")?.add_turn("redis lock ttl", "use SET NX PX")?;
+        drop(gk);
+        {
+            let db = redb::Database::open(&path)?;
+            let txn = db.begin_write()?;
+            let deleted = match table {
+                "evidence_refs" => txn.delete_table(redb::TableDefinition::<&str, u32>::new(table))?,
+                "turns" => txn.delete_table(redb::TableDefinition::<u64, &[u8]>::new(table))?,
+                _ => txn.delete_table(redb::TableDefinition::<u32, &[u8]>::new(table))?,
+            };
+            assert!(deleted, "{table}");
+            txn.commit()?;
+        }
+        let gk = Gatekeeper::open(&path, Options::default())?;
+        let read = gk.sessions().err().ok_or("a read must fail")?;
+        assert_eq!(read.kind(), "damaged", "{table}: {read}");
+        assert!(read.to_string().contains(table), "{read}");
+        let write = gk.session("s")?.add_turn("again", "ok").err().ok_or("a write must fail")?;
+        assert_eq!(write.kind(), "damaged", "{table}: {write}");
+    }
+    Ok(())
+}

@@ -116,15 +116,58 @@ fn a_bulk_import_trains_on_its_first_batch_and_later_imports_use_that_dictionary
     check_turns(&gk, "s0", 1000)?;
     check_turns(&gk, "s1", 1000)?;
 
-    // A second file, into the same index: no second dictionary.
+    // A second file of other turns, into the same index: compressed with the stored
+    // dictionary (a second one would be trained on other text, with other bytes).
     let more = dir.path().join("more.jsonl");
-    std::fs::write(
-        &more,
-        std::fs::read_to_string(&log)?.replace("\"s0\"", "\"s2\"").replace("\"s1\"", "\"s3\""),
-    )?;
+    let mut text = String::new();
+    for t in 0..1000 {
+        let (user, assistant) = turn(5000 + t * 3);
+        text.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"session": "s2", "user": user, "assistant": assistant})
+        ));
+    }
+    std::fs::write(&more, text)?;
+    let before = table(&gk.table_sizes()?, "turns").stored_bytes;
     gk.import(&[more], &options)?;
-    assert_eq!(table(&gk.table_sizes()?, "text_dictionaries").rows, 1);
-    check_turns(&gk, "s3", 1000)?;
+    let tables = gk.table_sizes()?;
+    assert_eq!(table(&tables, "text_dictionaries").rows, 1);
+    let added = (table(&tables, "turns").stored_bytes - before) as f64;
+    let raw: f64 = (0..1000).map(|t| turn(5000 + t * 3)).map(|(u, a)| (u.len() + a.len()) as f64).sum();
+    assert!(added < 0.25 * raw, "the second file's rows {added} bytes for {raw} of text");
+    let mut seen = 0;
+    gk.session("s2")?.for_each_turn(|stored| {
+        let (user, assistant) = turn(5000 + stored.turn_id as usize * 3);
+        assert_eq!((stored.user, stored.assistant), (user, assistant));
+        seen += 1;
+        Ok(())
+    })?;
+    assert_eq!(seen, 1000);
+    Ok(())
+}
+
+/// `rebuild` of a format-2 index reads its compressed turns (with their dictionary) and writes
+/// them again with a dictionary it trains on them.
+#[test]
+fn a_rebuild_reads_compressed_turns_and_compresses_them_again() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("index.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 2, 1000)?;
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    gk.import(&[log], &ImportOptions { format: Format::Jsonl, ..ImportOptions::default() })?;
+    let imported = table(&gk.table_sizes()?, "turns").stored_bytes;
+    drop(gk);
+    let report = ctxgate::jobs::rebuild(&path, &Options::default())?;
+    assert_eq!(report.turns, 2000);
+    let gk = Gatekeeper::open(&path, Options::default())?;
+    let tables = gk.table_sizes()?;
+    assert_eq!(table(&tables, "text_dictionaries").rows, 1);
+    let rebuilt = table(&tables, "turns").stored_bytes;
+    assert!((rebuilt as f64) < 1.5 * imported as f64, "rebuilt turns {rebuilt} bytes, imported {imported}");
+    check_turns(&gk, "s0", 1000)?;
+    check_turns(&gk, "s1", 1000)?;
+    assert!(gk.verify()?.is_ok());
     Ok(())
 }
 

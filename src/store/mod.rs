@@ -473,11 +473,18 @@ impl Store {
     /// Trains the index's text dictionary if it is due after `added` more turns
     /// ([`View::text_dictionary_due`]); an import calls it after each file, as the fold of
     /// turns added one at a time does.
-    pub fn train_text_dictionary_if_due(&self, added: u64) -> Result<(), Error> {
-        if added == 0 || !self.read()?.text_dictionary_due(added)? {
-            return Ok(());
+    /// A failure is logged, not returned: the turns are stored; they are only compressed
+    /// without a dictionary.
+    pub fn train_text_dictionary_if_due(&self, added: u64) {
+        let due = || -> Result<bool, Error> { Ok(added > 0 && self.read()?.text_dictionary_due(added)?) };
+        let trained = match due() {
+            Ok(true) => self.write(|view| view.train_text_dictionary_if_due(added)),
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = trained {
+            log::warn!("no text dictionary trained: {e}");
         }
-        self.write(|view| view.train_text_dictionary_if_due(added))
     }
 
     /// A consistent snapshot for reading (one redb read transaction).
@@ -522,6 +529,14 @@ impl Store {
     ) -> Result<T, E> {
         let mut txn = self.db.begin_write(&self.path, self.busy_timeout)?;
         txn.set_quick_repair(self.quick_repair);
+        // Opening a table in a write transaction creates it: one gone from redb's table of
+        // tables (damage) would come back empty, its text dictionaries' ids handed out again
+        // to other dictionaries than the rows name.
+        use redb::TableHandle;
+        let present: Vec<String> = txn.list_tables().map_err(Error::from)?.map(|t| t.name().to_string()).collect();
+        if let Some(missing) = CORE_TABLES.iter().find(|name| !present.iter().any(|p| p == *name)) {
+            return Err(Error::Damaged { path: self.path.clone(), detail: format!("its table {missing} is missing") }.into());
+        }
         let result = {
             let tables = Tables {
                 meta: txn.open_table(META).map_err(Error::from)?,
@@ -650,6 +665,22 @@ fn create_evidence_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
     txn.open_table(EVIDENCE_TERMS)?;
     Ok(())
 }
+
+/// The tables every index of this format is created with.
+const CORE_TABLES: [&str; 12] = [
+    "meta",
+    "session_names",
+    "sessions",
+    "turns",
+    "pending",
+    "text_dictionaries",
+    "terms",
+    "postings",
+    "evidence",
+    "evidence_refs",
+    "evidence_postings",
+    "evidence_terms",
+];
 
 /// Opens one of the tables every index has, in a read transaction: a missing one means the
 /// file is damaged.
@@ -855,6 +886,25 @@ fn with_busy_wait<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_core_tables_are_those_a_new_index_is_made_with() -> Result<(), Error> {
+        use redb::TableHandle;
+        let dir = tempfile::tempdir().map_err(|e| Error::Io { path: "tempdir".into(), source: e })?;
+        let path = dir.path().join("index.redb");
+        let options = StoreOptions { cache_bytes: 1 << 20, busy_timeout: Duration::from_secs(5), quick_repair: false };
+        let store = Store::open(&path, &options)?;
+        let Engine::ReadWrite(db) = &store.db else { panic!("opened read-write") };
+        let mut made: Vec<String> = db.begin_read()?.list_tables()?.map(|t| t.name().to_string()).collect();
+        made.sort();
+        let mut core = CORE_TABLES.map(str::to_string).to_vec();
+        core.sort();
+        assert_eq!(made, core);
+        for name in [TEXT_DICTIONARIES.name(), EVIDENCE_TERMS.name(), TURNS.name()] {
+            assert!(CORE_TABLES.contains(&name), "{name}");
+        }
+        Ok(())
+    }
 
     /// The busy timeout bounds the wait for another process, not work past it: an open that
     /// has begun repairing the file is waited for; one still waiting is given up.

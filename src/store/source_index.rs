@@ -6,7 +6,7 @@ use super::keys::{block_key, split_block_key};
 use super::records::{MetaRecord, SessionRecord, TurnRecord};
 use super::format::OLDEST_REBUILT_FORMAT;
 use super::tables::{EVIDENCE, META, SESSIONS, TEXT_DICTIONARIES, TURNS};
-use super::turn_text::Decoders;
+use super::turn_text::{Decoders, TextDictionary};
 use super::{FORMAT_VERSION, META_KEY, StoreOptions, format, with_busy_wait};
 use redb::{ReadableDatabase, ReadableTable};
 use std::path::{Path, PathBuf};
@@ -96,7 +96,9 @@ impl SourceIndex {
             let record = match &dictionaries {
                 None => postcard::from_bytes(value.value()).map_err(|e| corrupt(what(), e))?,
                 Some(dictionaries) => {
-                    let mut load = |id: u32| Ok(dictionaries.get(id)?.map(|g| g.value().to_vec()));
+                    let mut load = |id: u32| {
+                        dictionaries.get(id)?.map(|g| TextDictionary::from_row(id, g.value())).transpose()
+                    };
                     decoders.decode(value.value(), what, &mut load)?
                 }
             };

@@ -36,8 +36,8 @@ pub const TRAIN_SAMPLE_BYTES: usize = 1 << 20;
 const MAX_DICTIONARY_BYTES: usize = 64 << 10;
 
 /// Largest text a row may claim to hold when decompressed: a damaged row is an error, never a
-/// huge allocation. Far above any turn `Session::add_turn` accepts.
-const MAX_BODY_BYTES: u64 = 1 << 30;
+/// huge allocation. Both texts at `Session::add_turn`'s limit, with room for tool arguments.
+const MAX_BODY_BYTES: u64 = 4 * crate::session::MAX_TEXT_BYTES as u64;
 
 /// What the gate decided when the turn was added, and its segment: stored uncompressed, and
 /// written by the one writer (the gate needs the history), where the body is compressed
@@ -75,9 +75,35 @@ pub struct TextDictionary {
 }
 
 impl TextDictionary {
-    /// A dictionary as stored.
+    /// A dictionary of these bytes.
     pub fn from_bytes(bytes: &[u8]) -> Self {
         TextDictionary { hash: xxhash_rust::xxh3::xxh3_64(bytes), bytes: bytes.into() }
+    }
+
+    /// A `text_dictionaries` row: the hash of the bytes (8 bytes, little-endian), then the
+    /// bytes. The hash is checked on every read: a damaged dictionary would otherwise change
+    /// the text of every turn compressed with it, silently.
+    pub fn row(&self) -> Vec<u8> {
+        let mut row = Vec::with_capacity(8 + self.bytes.len());
+        row.extend_from_slice(&self.hash.to_le_bytes());
+        row.extend_from_slice(&self.bytes);
+        row
+    }
+
+    /// The dictionary a `text_dictionaries` row holds, checked against its hash.
+    pub fn from_row(id: u32, row: &[u8]) -> Result<Self, Error> {
+        let damaged = || corrupt(format!("text dictionary {id}"), "its bytes do not match their hash");
+        let (hash, bytes) = row.split_first_chunk::<8>().ok_or_else(damaged)?;
+        let dictionary = Self::from_bytes(bytes);
+        if dictionary.hash != u64::from_le_bytes(*hash) {
+            return Err(damaged());
+        }
+        Ok(dictionary)
+    }
+
+    /// The hash a `text_dictionaries` row names, without reading the rest.
+    pub fn hash_of_row(row: &[u8]) -> Option<u64> {
+        row.first_chunk::<8>().map(|h| u64::from_le_bytes(*h))
     }
 
     /// Trains a dictionary on turn bodies ([`body_sample`]); `None` below [`TRAIN_MIN_BYTES`]
@@ -208,8 +234,8 @@ pub struct Decoders {
     with_dictionary: Vec<(u32, zstd::bulk::Decompressor<'static>)>,
 }
 
-/// Reads the bytes of text dictionary `id` from the file.
-pub type LoadDictionary<'a> = &'a mut dyn FnMut(u32) -> Result<Option<Vec<u8>>, Error>;
+/// Reads text dictionary `id` from the file (checked: [`TextDictionary::from_row`]).
+pub type LoadDictionary<'a> = &'a mut dyn FnMut(u32) -> Result<Option<TextDictionary>, Error>;
 
 impl Decoders {
     /// Decodes a `turns` row; `what` names the turn in errors, `load` reads a dictionary the
@@ -265,10 +291,11 @@ impl Decoders {
         let at = match self.with_dictionary.iter().position(|(d, _)| *d == id) {
             Some(at) => at,
             None => {
-                let bytes = load(id)
+                let dictionary = load(id)
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("its text dictionary {id} is not in the index"))?;
-                let decompressor = zstd::bulk::Decompressor::with_dictionary(&bytes).map_err(|e| e.to_string())?;
+                let decompressor =
+                    zstd::bulk::Decompressor::with_dictionary(dictionary.bytes()).map_err(|e| e.to_string())?;
                 self.with_dictionary.push((id, decompressor));
                 self.with_dictionary.len() - 1
             }
@@ -301,7 +328,7 @@ mod tests {
         compress(body(&r.user, &r.assistant, &r.time, &r.tools), dictionary)
     }
 
-    fn no_dictionaries(_: u32) -> Result<Option<Vec<u8>>, Error> {
+    fn no_dictionaries(_: u32) -> Result<Option<TextDictionary>, Error> {
         Ok(None)
     }
 
@@ -352,11 +379,11 @@ mod tests {
         let with: usize = turns.iter().map(|r| encoded(r, Some(&dictionary)).len()).sum();
         assert!(with * 2 < plain, "dictionary {with} bytes against zstd alone {plain} (raw {raw})");
 
-        let bytes = dictionary.bytes().to_vec();
+        let stored = dictionary.row();
         let mut loads = 0;
         let mut load = |id| {
             loads += 1;
-            Ok((id == 3).then(|| bytes.clone()))
+            (id == 3).then(|| TextDictionary::from_row(id, &stored)).transpose()
         };
         let mut decoders = Decoders::default();
         for r in &turns[..50] {
@@ -371,6 +398,14 @@ mod tests {
         assert!(err.to_string().contains("text dictionary 4"), "{err}");
         // Nor without an id to name it by.
         assert!(super::row(&turns[0], &encoded(&turns[0], Some(&dictionary)), None).is_err());
+        // A dictionary row with a byte changed is refused, not used.
+        let mut damaged = dictionary.row();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        let err = TextDictionary::from_row(3, &damaged).unwrap_err();
+        assert!(err.to_string().contains("text dictionary 3"), "{err}");
+        assert!(TextDictionary::from_row(3, &damaged[..5]).is_err());
+        assert_eq!(TextDictionary::from_row(3, &dictionary.row()).unwrap(), dictionary);
     }
 
     #[test]

@@ -293,7 +293,7 @@ pub(crate) fn import_files(
         }
         // Many small files (an agent's session logs) never give one batch enough text to
         // train on: the index trains on what they stored once it is large enough.
-        gatekeeper.store().train_text_dictionary_if_due(file.new_turns)?;
+        gatekeeper.store().train_text_dictionary_if_due(file.new_turns);
         report.new_turns += file.new_turns;
         report.existing_turns += file.existing_turns;
         report.skipped += file.skipped.len() as u64;

@@ -157,7 +157,9 @@ impl<S: Source> View<S> {
     /// Decodes a `turns` row ([`super::super::turn_text`]).
     pub(crate) fn decode_turn(&self, session: u32, turn: u32, row: &[u8]) -> Result<TurnRecord, Error> {
         let mut decoders = self.decoders.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut load = |id: u32| Ok(self.tables.dictionaries.get(id)?.map(|g| g.value().to_vec()));
+        let mut load = |id: u32| {
+            self.tables.dictionaries.get(id)?.map(|g| TextDictionary::from_row(id, g.value())).transpose()
+        };
         decoders.decode(row, || format!("turn {session}:{turn}"), &mut load)
     }
 
@@ -176,8 +178,10 @@ impl<S: Source> View<S> {
         if let Some(known) = self.text_dictionary.get() {
             return Ok(known.clone());
         }
-        let last = self.tables.dictionaries.last()?;
-        let found = last.map(|(id, bytes)| (id.value(), TextDictionary::from_bytes(bytes.value())));
+        let found = match self.tables.dictionaries.last()? {
+            Some((id, row)) => Some((id.value(), TextDictionary::from_row(id.value(), row.value())?)),
+            None => None,
+        };
         Ok(self.text_dictionary.get_or_init(|| found).clone())
     }
 

@@ -38,7 +38,7 @@ impl View<WriteSource<'_>> {
             Some((id, _)) => id.value().checked_add(1).ok_or_else(|| corrupt("text dictionaries", "ids exhausted"))?,
             None => 0,
         };
-        self.tables.dictionaries.insert(id, dictionary.bytes())?;
+        self.tables.dictionaries.insert(id, dictionary.row().as_slice())?;
         self.dictionary_ids.insert(dictionary.hash(), id);
         self.text_dictionary = std::sync::OnceLock::from(Some((id, dictionary.clone())));
         Ok(id)
@@ -56,8 +56,8 @@ impl View<WriteSource<'_>> {
         }
         // A handful of rows: one per import that trained one into an index without.
         for entry in self.tables.dictionaries.iter()? {
-            let (id, bytes) = entry?;
-            if xxhash_rust::xxh3::xxh3_64(bytes.value()) == hash {
+            let (id, row) = entry?;
+            if TextDictionary::hash_of_row(row.value()) == Some(hash) {
                 self.dictionary_ids.insert(hash, id.value());
                 return Ok(Some(id.value()));
             }
@@ -135,7 +135,11 @@ impl View<WriteSource<'_>> {
         }
         let folding = self.pending.blocks.len() as u64;
         self.fold()?;
-        self.train_text_dictionary_if_due(folding)
+        // A cache of sorts: a failure to train leaves the turns compressed without one.
+        if let Err(e) = self.train_text_dictionary_if_due(folding) {
+            log::warn!("no text dictionary trained: {e}");
+        }
+        Ok(())
     }
 
     /// Trains the index's text dictionary on its latest turns when it is due
@@ -149,10 +153,12 @@ impl View<WriteSource<'_>> {
         let started = std::time::Instant::now();
         let mut bodies = Vec::new();
         let mut bytes = 0;
+        // From the last row back: the newest sessions' turns (turns are keyed by session first).
         for entry in self.tables.turns.iter()?.rev() {
             let (key, value) = entry?;
             let (session, turn) = split_block_key(key.value());
-            let t = self.decode_turn(session, turn, value.value())?;
+            // A row that does not decode is `verify`'s to report; training goes on without it.
+            let Ok(t) = self.decode_turn(session, turn, value.value()) else { continue };
             let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
             bytes += body.len();
             bodies.push(body);
