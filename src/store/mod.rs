@@ -7,7 +7,7 @@
 //! | `session_names` | name | session id `u32` |
 //! | `sessions` | session id | postcard `SessionRecord`: name, turn count, topic segment start, source |
 //! | `turns` | block key `session << 32 \| turn` | gate decision and segment, then the turn's text compressed (`turn_text`) |
-//! | `text_dictionaries` | dictionary id | a zstd dictionary trained on the index's turns (`turn_text`) |
+//! | `text_dictionaries` | dictionary id | XXH3 of the bytes, then a zstd dictionary trained on the index's turns (`turn_text`) |
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
 //! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |

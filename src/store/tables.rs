@@ -10,8 +10,9 @@ pub const SESSION_NAMES: TableDefinition<&str, u32> = TableDefinition::new("sess
 pub const SESSIONS: TableDefinition<u32, &[u8]> = TableDefinition::new("sessions");
 /// Block key -> a turn's row ([`super::turn_text`]): what the gate said, then the compressed text.
 pub const TURNS: TableDefinition<u64, &[u8]> = TableDefinition::new("turns");
-/// Dictionary id -> a zstd dictionary trained on turn text ([`super::turn_text`]). Never
-/// changed once written: rows name the dictionary they were compressed with.
+/// Dictionary id -> the hash of a zstd dictionary trained on turn text, then its bytes
+/// ([`super::turn_text::TextDictionary::row`]). Never changed once written: rows name the
+/// dictionary they were compressed with.
 pub const TEXT_DICTIONARIES: TableDefinition<u32, &[u8]> = TableDefinition::new("text_dictionaries");
 /// Block key -> postcard [`super::records::ForwardRecord`] of a turn whose postings are not
 /// folded yet (the durable delta log).
