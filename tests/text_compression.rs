@@ -99,15 +99,25 @@ fn write_log(path: &Path, sessions: usize, per_session: usize) -> std::io::Resul
     std::fs::write(path, text)
 }
 
+/// An index at `dir/index.redb` holding `sessions` sessions of `per_session` turns, imported
+/// from one JSONL file.
+fn imported(
+    dir: &Path,
+    sessions: usize,
+    per_session: usize,
+) -> Result<Gatekeeper, Box<dyn std::error::Error>> {
+    let log = dir.join("log.jsonl");
+    write_log(&log, sessions, per_session)?;
+    let gk = Gatekeeper::open(dir.join("index.redb"), Options::default())?;
+    gk.import(&[log], &ImportOptions { format: Format::Jsonl, ..ImportOptions::default() })?;
+    Ok(gk)
+}
+
 #[test]
 fn a_bulk_import_trains_on_its_first_batch_and_later_imports_use_that_dictionary() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let path = dir.path().join("index.redb");
-    let log = dir.path().join("log.jsonl");
-    write_log(&log, 2, 1000)?;
-    let gk = Gatekeeper::open(&path, Options::default())?;
+    let gk = imported(dir.path(), 2, 1000)?;
     let options = ImportOptions { format: Format::Jsonl, ..ImportOptions::default() };
-    gk.import(std::slice::from_ref(&log), &options)?;
     let tables = gk.table_sizes()?;
     assert_eq!(table(&tables, "text_dictionaries").rows, 1);
     let stored = table(&tables, "turns").stored_bytes as f64;
@@ -152,10 +162,7 @@ fn a_bulk_import_trains_on_its_first_batch_and_later_imports_use_that_dictionary
 fn a_rebuild_reads_compressed_turns_and_compresses_them_again() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("index.redb");
-    let log = dir.path().join("log.jsonl");
-    write_log(&log, 2, 1000)?;
-    let gk = Gatekeeper::open(&path, Options::default())?;
-    gk.import(&[log], &ImportOptions { format: Format::Jsonl, ..ImportOptions::default() })?;
+    let gk = imported(dir.path(), 2, 1000)?;
     let imported = table(&gk.table_sizes()?, "turns").stored_bytes;
     drop(gk);
     let report = ctxgate::jobs::rebuild(&path, &Options::default())?;
@@ -174,11 +181,7 @@ fn a_rebuild_reads_compressed_turns_and_compresses_them_again() -> TestResult {
 #[test]
 fn a_small_import_trains_no_dictionary_and_still_reads_back() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let path = dir.path().join("index.redb");
-    let log = dir.path().join("log.jsonl");
-    write_log(&log, 1, 30)?;
-    let gk = Gatekeeper::open(&path, Options::default())?;
-    gk.import(&[log], &ImportOptions { format: Format::Jsonl, ..ImportOptions::default() })?;
+    let gk = imported(dir.path(), 1, 30)?;
     assert_eq!(table(&gk.table_sizes()?, "text_dictionaries").rows, 0);
     check_turns(&gk, "s0", 30)?;
     Ok(())

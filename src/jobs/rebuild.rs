@@ -256,11 +256,11 @@ fn train_dictionary(
             bytes += body.len();
             bodies.push(body);
         }
-        if bytes >= 4 * turn_text::TRAIN_SAMPLE_BYTES {
+        if bytes >= turn_text::TRAIN_READ_BYTES {
             break;
         }
     }
-    Ok(TextDictionary::train(&turn_text::sample(bodies.iter().map(Vec::as_slice))))
+    Ok(TextDictionary::train_on(&bodies))
 }
 
 /// `record`'s projection as [`evidence::project`] would store it now for `doc`, with its token

@@ -31,6 +31,10 @@ pub const TRAIN_MIN_BYTES: usize = 256 << 10;
 /// four times as long).
 pub const TRAIN_SAMPLE_BYTES: usize = 1 << 20;
 
+/// Turn text read from an index to sample from: four samples' worth, so that the sample is
+/// spread over more turns than it holds.
+pub const TRAIN_READ_BYTES: usize = 4 * TRAIN_SAMPLE_BYTES;
+
 /// Largest dictionary: zstd's recommended size; a smaller one for a small sample, which could
 /// not fill it (about one byte of dictionary for 16 of text).
 const MAX_DICTIONARY_BYTES: usize = 64 << 10;
@@ -123,6 +127,12 @@ impl TextDictionary {
         }
     }
 
+    /// Trains a dictionary on about [`TRAIN_SAMPLE_BYTES`] of `bodies`, evenly spaced
+    /// ([`sample`], then [`TextDictionary::train`]).
+    pub fn train_on(bodies: &[Vec<u8>]) -> Option<Self> {
+        Self::train(&sample(bodies.iter().map(Vec::as_slice)))
+    }
+
     /// The dictionary's bytes.
     pub fn bytes(&self) -> &[u8] {
         &self.bytes
@@ -157,13 +167,9 @@ impl EncodedText {
     }
 
     /// Encoded bytes.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.bytes.len()
-    }
-
-    /// True for no bytes (never: a body has framing).
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
     }
 }
 

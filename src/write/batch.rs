@@ -393,7 +393,7 @@ fn train_dictionary(batch: &Batch) -> Option<TextDictionary> {
         .par_iter()
         .map(|(_, turn)| turn_text::body(&turn.user, &turn.assistant, &turn.time, &tool_records(&turn.tools)))
         .collect();
-    let dictionary = TextDictionary::train(&turn_text::sample(bodies.iter().map(Vec::as_slice)));
+    let dictionary = TextDictionary::train_on(&bodies);
     if let Some(d) = &dictionary {
         log::debug!(
             "trained a {} byte text dictionary on {} turns in {:.0} ms",

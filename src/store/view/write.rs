@@ -162,11 +162,11 @@ impl View<WriteSource<'_>> {
             let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
             bytes += body.len();
             bodies.push(body);
-            if bytes >= 4 * turn_text::TRAIN_SAMPLE_BYTES {
+            if bytes >= turn_text::TRAIN_READ_BYTES {
                 break;
             }
         }
-        if let Some(dictionary) = TextDictionary::train(&turn_text::sample(bodies.iter().map(Vec::as_slice))) {
+        if let Some(dictionary) = TextDictionary::train_on(&bodies) {
             let id = self.add_text_dictionary(&dictionary)?;
             log::debug!(
                 "trained text dictionary {id} ({} bytes) on {} turns in {:.0} ms",
