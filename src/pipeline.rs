@@ -119,7 +119,8 @@ pub fn select<S: Source>(
     text: &str,
     params: &SelectParams<'_>,
 ) -> Result<Outcome> {
-    let Gated { query, decision } = gate(view, Some(session), params.as_of, text)?;
+    let Gated { mut query, decision } = gate(view, Some(session), params.as_of, text)?;
+    query.fold_word_forms(view.corpus_stats().blocks, |h| view.df(h))?;
     let switch = decision.topic == Topic::Switch;
     // Framing words identify nothing: their (long) posting lists are not read at all.
     let scored = query.full_mask() & !framing_mask(&query, text);
@@ -352,7 +353,7 @@ fn novel_anchors<S: Source>(
 ) -> Result<u64> {
     let mut mask = 0;
     for (i, anchor) in query.anchors().iter().enumerate() {
-        if unseen & (1u64 << i) != 0 && view.df(anchor.hash)? <= in_session[i] as u64 {
+        if unseen & (1u64 << i) != 0 && spread::anchor_df(view, anchor)? <= in_session[i] as u64 {
             mask |= 1u64 << i;
         }
     }
@@ -440,7 +441,7 @@ fn deictic_pin<S: Source>(
 
 /// The postings of each query anchor in `wanted` (others get an empty list) in the session's
 /// turns `0..as_of`, folded and pending, and the number of the session's turns, all of them,
-/// that hold each.
+/// that hold each. An anchor's postings are those of all its forms, one per turn.
 fn session_postings<S: Source>(
     view: &View<S>,
     session: u32,
@@ -452,27 +453,44 @@ fn session_postings<S: Source>(
     let mut in_session = Vec::with_capacity(query.len());
     for (i, anchor) in query.anchors().iter().enumerate() {
         let mut list = Vec::new();
-        let mut later = 0;
         if wanted & (1u64 << i) != 0 {
-            view.session_postings(anchor.hash, session, |p| {
-                if p.turn < as_of {
-                    list.push(p);
-                } else {
-                    later += 1;
-                }
-            })?;
-            for (turn, forward) in view.pending().of_session(session) {
-                match forward.posting(turn, anchor.hash) {
-                    Some(p) if turn < as_of => list.push(p),
-                    Some(_) => later += 1,
-                    None => {}
+            for hash in anchor.hashes() {
+                view.session_postings(hash, session, |p| list.push(p))?;
+                for (turn, forward) in view.pending().of_session(session) {
+                    list.extend(forward.posting(turn, hash));
                 }
             }
+            if !anchor.forms.is_empty() {
+                list = merge_forms(list);
+            }
         }
-        in_session.push(list.len() + later);
+        in_session.push(list.len());
+        list.retain(|p| p.turn < as_of);
         postings.push(list);
     }
     Ok((postings, in_session))
+}
+
+/// The postings of a word's forms as one list: in turn order, one per turn, the counts of a
+/// turn's forms added up (a side's length is the same in each posting that has it).
+fn merge_forms(mut list: Vec<Posting>) -> Vec<Posting> {
+    list.sort_by_key(|p| p.turn);
+    let mut merged: Vec<Posting> = Vec::with_capacity(list.len());
+    for p in list {
+        match merged.last_mut() {
+            Some(last) if last.turn == p.turn => {
+                *last = Posting::new(
+                    p.turn,
+                    last.tf_user + p.tf_user,
+                    last.tf_assistant + p.tf_assistant,
+                    last.len_user.max(p.len_user),
+                    last.len_assistant.max(p.len_assistant),
+                );
+            }
+            _ => merged.push(p),
+        }
+    }
+    merged
 }
 
 fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {

@@ -143,7 +143,7 @@ impl<'q> Matcher<'q> {
             // found in `block`, nor `ticket-42` in `xticket-421`); phrases and the fallback
             // anchor, which extraction of a sentence need not produce, by their text.
             if anchor::is_one_word(&a.text) {
-                matcher.single.push((a.hash, 1u64 << i));
+                matcher.single.extend(a.hashes().map(|h| (h, 1u64 << i)));
             } else if is_cjk_ngram(&a.text) {
                 matcher.single.push((a.hash, 1u64 << i));
                 matcher.cjk = true;
@@ -151,7 +151,15 @@ impl<'q> Matcher<'q> {
                 matcher.text.push((1u64 << i, a.text.as_str()));
             }
         }
+        // A hash may stand for two anchors (`paint` is a form of `painted`): one entry, both bits.
         matcher.single.sort_unstable();
+        matcher.single.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 |= next.1;
+            }
+            same
+        });
         matcher
     }
 

@@ -24,6 +24,17 @@ pub struct QueryAnchor {
     pub idf: f64,
     #[serde(skip)]
     pub(crate) hash: u64,
+    /// The hashes of the other forms of the word the index holds (`paints`, `painted` of
+    /// `paint`), read as this anchor: see [`QueryAnchors::fold_word_forms`].
+    #[serde(skip)]
+    pub(crate) forms: Vec<u64>,
+}
+
+impl QueryAnchor {
+    /// The anchor's hash and those of its forms.
+    pub fn hashes(&self) -> impl Iterator<Item = u64> + '_ {
+        std::iter::once(self.hash).chain(self.forms.iter().copied())
+    }
 }
 
 /// A text's anchors weighted by IDF, all of them (uncapped), sorted by hash: what the gate sums.
@@ -87,13 +98,41 @@ impl QueryAnchors {
                     Ok(i) => by_hash[i].1.to_string(),
                     Err(_) => fallback.clone().unwrap_or_default(),
                 };
-                QueryAnchor { text, idf, hash }
+                QueryAnchor { text, idf, hash, forms: Vec::new() }
             })
             .collect();
         anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
         anchors.truncate(MAX_QUERY_ANCHORS);
         let fallback = fallback.map(|head| anchor_hash(&head));
         Ok(Self { anchors, gate_weights, fallback })
+    }
+
+    /// Reads each plain word anchor together with the inflected forms of it that the index holds
+    /// (`anchor::word_forms`: "when did she paint" finds "I painted"), as a stemming search
+    /// engine would, without changing what the index stores: a form's postings are the
+    /// anchor's, and its IDF is that of them all (document frequencies summed, at most
+    /// `blocks`). The gate's weights are left as they are, so a replayed decision still equals
+    /// the recorded one. Anchors are sorted again: call it before any mask is taken.
+    pub fn fold_word_forms<E>(&mut self, blocks: u64, mut df: impl FnMut(u64) -> Result<u64, E>) -> Result<(), E> {
+        for a in &mut self.anchors {
+            if Some(a.hash) == self.fallback {
+                continue;
+            }
+            let mut total = 0;
+            for form in anchor::word_forms(&a.text) {
+                let hash = anchor_hash(&form);
+                let count = df(hash)?;
+                if count > 0 {
+                    a.forms.push(hash);
+                    total += count;
+                }
+            }
+            if total > 0 {
+                a.idf = idf(blocks, (df(a.hash)? + total).min(blocks));
+            }
+        }
+        self.anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
+        Ok(())
     }
 
     /// Every anchor's weight, uncapped, sorted by hash: the gate's input.

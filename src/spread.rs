@@ -14,7 +14,7 @@
 //! rate elsewhere comes out a little high.
 
 use crate::error::Result;
-use crate::query::QueryAnchors;
+use crate::query::{QueryAnchor, QueryAnchors};
 use crate::store::{Source, View};
 use crate::types::Posting;
 
@@ -65,7 +65,7 @@ pub fn only_phrasing<S: Source>(
     for i in order {
         let anchor = &query.anchors()[i];
         // Used more often here than elsewhere, beyond chance: this conversation's subject.
-        let elsewhere = view.df(anchor.hash)?.saturating_sub(session.in_session[i] as u64);
+        let elsewhere = anchor_df(view, anchor)?.saturating_sub(session.in_session[i] as u64);
         let expected = f64::from(session.as_of) * elsewhere as f64 / elsewhere_turns as f64;
         if above_chance(session.history[i].len() as u64, expected) {
             return Ok(false);
@@ -83,13 +83,27 @@ pub fn only_phrasing<S: Source>(
             if 2 * holders > others.len() || 2 * (holders + others.len() - seen) <= others.len() {
                 break;
             }
-            holders += usize::from(view.session_holds(anchor.hash, other)?);
+            let mut holds = false;
+            for hash in anchor.hashes() {
+                holds = holds || view.session_holds(hash, other)?;
+            }
+            holders += usize::from(holds);
         }
         if 2 * holders <= others.len() {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// The turns of the index that hold `anchor` or one of its forms (at most: a turn with two
+/// forms counts twice).
+pub(crate) fn anchor_df<S: Source>(view: &View<S>, anchor: &QueryAnchor) -> Result<u64> {
+    let mut df = 0;
+    for hash in anchor.hashes() {
+        df += view.df(hash)?;
+    }
+    Ok(df)
 }
 
 /// True if `observed` turns are more than a Poisson count of mean `expected` reaches with

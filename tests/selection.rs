@@ -360,3 +360,31 @@ fn with_one_other_session_nothing_is_everyday() -> TestResult {
     assert!(selection.blocks.iter().any(|b| b.user.contains("redis")), "{:?}", selection.blocks);
     Ok(())
 }
+
+#[test]
+fn a_question_finds_the_turn_that_says_its_words_in_another_form() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    let session = gk.session("s")?;
+    session.add_turn("Guess what, I painted a sunrise over the lake last weekend.", "Lovely, which colours?")?;
+    for i in 0..12 {
+        session.add_turn(&format!("Chat {i}: the train to the coast was late again."), "Trains are like that.")?;
+    }
+    session.add_turn("The cities we visited were all by the sea.", "Which one did you like best?")?;
+    for policy in [Policy::Minimal, Policy::Fill] {
+        // `paint` is written `painted`, `city` `cities`, `visit` `visited`: one word each.
+        let selection = select(&gk, "When did she paint a sunrise?", policy, 4000)?;
+        within_budget(&selection);
+        let first = selection.blocks.iter().find(|b| b.turn_id == 0).ok_or("turn 0 not selected")?;
+        assert!(first.user.contains("painted a sunrise"), "the sentence is kept: {first:?}");
+        assert!(first.covered_anchors.iter().any(|a| a == "paint"), "{:?}", first.covered_anchors);
+        let selection = select(&gk, "Which city did they visit?", policy, 4000)?;
+        assert!(selection.blocks.iter().any(|b| b.turn_id == 13), "{policy:?}: {:?}", selection.blocks);
+    }
+    // A word with no form in the index is read as written: `sunrises` finds `sunrise` only
+    // through the forms the index holds, and an unknown word finds nothing.
+    let selection = select(&gk, "sunrises", Policy::Minimal, 4000)?;
+    assert_eq!(selection.blocks.iter().map(|b| b.turn_id).collect::<Vec<_>>(), [0]);
+    assert!(select(&gk, "zeppelins", Policy::Fill, 4000)?.blocks.is_empty());
+    Ok(())
+}

@@ -9,6 +9,7 @@
 //! turn goes through them, so they find words and CJK runs in one scan of the text.
 
 mod cjk;
+mod forms;
 mod framing;
 mod hashed;
 mod quoted;
@@ -17,6 +18,7 @@ mod word;
 mod word_set;
 
 pub use cjk::is_ngram as is_cjk_ngram;
+pub use forms::word_forms;
 pub use framing::{cjk_framing_chars, cjk_framing_ngrams, is_framing_word};
 pub use stopwords::is_stop_word;
 pub use word::{for_each_word, is_one_word};
