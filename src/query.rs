@@ -113,7 +113,11 @@ impl QueryAnchors {
     /// anchor's, and its IDF is that of them all (document frequencies summed, at most
     /// `blocks`). The gate's weights are left as they are, so a replayed decision still equals
     /// the recorded one. Anchors are sorted again: call it before any mask is taken.
-    pub fn fold_word_forms<E>(&mut self, blocks: u64, mut df: impl FnMut(u64) -> Result<u64, E>) -> Result<(), E> {
+    pub fn fold_word_forms<E>(
+        &mut self,
+        blocks: u64,
+        mut df: impl FnMut(u64) -> Result<u64, E>,
+    ) -> Result<(), E> {
         for a in &mut self.anchors {
             if Some(a.hash) == self.fallback {
                 continue;

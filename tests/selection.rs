@@ -366,9 +366,13 @@ fn a_question_finds_the_turn_that_says_its_words_in_another_form() -> TestResult
     let dir = tempfile::tempdir()?;
     let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
     let session = gk.session("s")?;
-    session.add_turn("Guess what, I painted a sunrise over the lake last weekend.", "Lovely, which colours?")?;
+    session
+        .add_turn("Guess what, I painted a sunrise over the lake last weekend.", "Lovely, which colours?")?;
     for i in 0..12 {
-        session.add_turn(&format!("Chat {i}: the train to the coast was late again."), "Trains are like that.")?;
+        session.add_turn(
+            &format!("Chat {i}: the train to the coast was late again."),
+            "Trains are like that.",
+        )?;
     }
     session.add_turn("The cities we visited were all by the sea.", "Which one did you like best?")?;
     for policy in [Policy::Minimal, Policy::Fill] {
