@@ -101,7 +101,7 @@ impl QueryAnchors {
                 QueryAnchor { text, idf, hash, forms: Vec::new() }
             })
             .collect();
-        anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
+        sort_by_specificity(&mut anchors);
         anchors.truncate(MAX_QUERY_ANCHORS);
         let fallback = fallback.map(|head| anchor_hash(&head));
         Ok(Self { anchors, gate_weights, fallback })
@@ -135,7 +135,7 @@ impl QueryAnchors {
                 a.idf = idf(blocks, (df(a.hash)? + total).min(blocks));
             }
         }
-        self.anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
+        sort_by_specificity(&mut self.anchors);
         Ok(())
     }
 
@@ -194,6 +194,11 @@ impl QueryAnchors {
             .map(|(_, a)| a.text.clone())
             .collect()
     }
+}
+
+/// Most discriminative first (highest IDF), ties by text: the order of a query's mask bits.
+fn sort_by_specificity(anchors: &mut [QueryAnchor]) {
+    anchors.sort_by(|a, b| b.idf.total_cmp(&a.idf).then_with(|| a.text.cmp(&b.text)));
 }
 
 /// A mask with the low `len` bits set.

@@ -83,11 +83,12 @@ pub fn only_phrasing<S: Source>(
             if 2 * holders > others.len() || 2 * (holders + others.len() - seen) <= others.len() {
                 break;
             }
-            let mut holds = false;
             for hash in anchor.hashes() {
-                holds = holds || view.session_holds(hash, other)?;
+                if view.session_holds(hash, other)? {
+                    holders += 1;
+                    break;
+                }
             }
-            holders += usize::from(holds);
         }
         if 2 * holders <= others.len() {
             return Ok(false);
