@@ -16,6 +16,7 @@ use crate::spread;
 use crate::store::{Source, View};
 use crate::tokens::TokenEstimator;
 use crate::types::{Posting, anchor_hash};
+use std::collections::HashMap;
 
 /// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
 pub const MAX_SCANNED: usize = 10 * RECALL_LIMIT;
@@ -90,8 +91,11 @@ pub struct ChosenBlock {
     /// When the turn was said, as its source wrote it (handed over with the turn: "when did
     /// …?" is answered by the date, which the text rarely holds).
     pub time: Option<String>,
-    /// Tokens of `user`, `assistant` and `time`, by the call's estimator.
+    /// Tokens of `user`, `assistant` and the label's time part, by the call's estimator.
     pub tokens: u32,
+    /// Of `tokens`, the label's time part: the time, or `same time` after a block of that time
+    /// (`prompt::BlockLabels`).
+    pub label_tokens: u32,
 }
 
 /// Parameters of one selection.
@@ -172,6 +176,8 @@ pub fn select<S: Source>(
     let admitted = |c: &recall::Candidate| fill || c.matched & focus != 0;
     let mut offers = Vec::new();
     let mut pruned = Vec::new();
+    let mut times: HashMap<String, u32> = HashMap::new();
+    let same_time_tokens = params.estimator.estimate(&prompt::time_label(prompt::SAME_TIME));
     let (mut recalled, mut focus_tokens) = (0, 0u64);
     for candidate in candidates.take(scan_limit).filter(admitted) {
         if recalled >= RECALL_LIMIT && (!fill || focus_tokens >= 2 * u64::from(params.budget)) {
@@ -223,6 +229,8 @@ pub fn select<S: Source>(
         if holds_focus {
             focus_tokens += u64::from(tokens);
         }
+        let next_id = times.len() as u32;
+        let time = turn.time.as_ref().map(|t| *times.entry(t.clone()).or_insert(next_id));
         offers.push(Offer {
             turn: candidate.turn,
             tokens,
@@ -230,6 +238,8 @@ pub fn select<S: Source>(
             covers: block.matched,
             in_greedy,
             whole_tokens,
+            time,
+            label_saving: time_tokens.saturating_sub(same_time_tokens),
         });
         pruned.push((candidate, block, turn.time));
     }
@@ -265,6 +275,8 @@ pub fn select<S: Source>(
             covers: candidate.matched,
             in_greedy: true,
             whole_tokens: tokens.saturating_add(params.evidence_overhead),
+            time: None,
+            label_saving: 0,
         });
     }
 
@@ -285,7 +297,7 @@ pub fn select<S: Source>(
         must_cover | evidence.focus,
     );
     let mut covered = pinned.as_ref().map_or(0, |p| p.newly_covered);
-    let mut used_tokens = pinned.as_ref().map_or(0, |p| p.tokens);
+    let mut used_tokens = 0;
     let mut chosen_evidence = Vec::new();
     for pick in picks.iter().filter(|p| p.offer >= turn_offers) {
         let candidate = &evidence.candidates[pick.offer - turn_offers];
@@ -313,16 +325,30 @@ pub fn select<S: Source>(
         };
         let offer = &offers[pick.offer];
         let tokens = if pick.whole { offer.whole_tokens } else { offer.tokens } - params.block_overhead;
-        used_tokens += tokens;
         blocks.push(ChosenBlock {
             turn: candidate.turn,
             user,
             assistant,
             score: candidate.score,
             newly_covered: pick.newly_covered & !pinned_covered,
+            label_tokens: time_tokens(params.estimator, time.as_deref()),
             time: time.clone(),
             tokens,
         });
+    }
+    // Each block is charged the label the prompt gives it. The greedy counted a time as shown
+    // once a block of it was taken; the prompt says `same time` only right after a block of that
+    // time, which in a session's chronological turns comes to the same. Should a log's times
+    // run out of order, blocks are let go, the last taken first, until the budget holds.
+    let evidence_cost: u32 = chosen_evidence.iter().map(|e| e.tokens + params.evidence_overhead).sum();
+    loop {
+        let cost = charge_labels(&mut blocks, params.estimator);
+        let framing = params.block_overhead * blocks.len() as u32;
+        if blocks.len() <= 1 || cost + framing + evidence_cost <= params.budget {
+            used_tokens += cost;
+            break;
+        }
+        blocks.pop();
     }
     blocks.sort_by_key(|b| b.turn);
     Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence })
@@ -358,6 +384,27 @@ fn novel_anchors<S: Source>(
         }
     }
     Ok(mask)
+}
+
+/// Sets each block's label cost to what `prompt::BlockLabels` shows for it in turn order (the
+/// blocks stay in their order); returns the blocks' tokens.
+fn charge_labels(blocks: &mut [ChosenBlock], estimator: &dyn TokenEstimator) -> u32 {
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&i| blocks[i].turn);
+    let mut previous: Option<String> = None;
+    let mut total = 0;
+    for i in order {
+        let block = &mut blocks[i];
+        let label = block.time.as_deref().map_or(0, |time| {
+            let says = if previous.as_deref() == Some(time) { prompt::SAME_TIME } else { time };
+            estimator.estimate(&prompt::time_label(says))
+        });
+        block.tokens = block.tokens - block.label_tokens + label;
+        block.label_tokens = label;
+        previous = block.time.clone();
+        total += block.tokens;
+    }
+    total
 }
 
 /// What a block's time label costs (`prompt::time_label`).
@@ -434,6 +481,7 @@ fn deictic_pin<S: Source>(
         assistant,
         score: 0.0,
         newly_covered,
+        label_tokens: time_tokens,
         time: turn.time,
         tokens,
     }))
@@ -534,6 +582,8 @@ mod tests {
             covers: matched,
             in_greedy: true,
             whole_tokens: 10,
+            time: None,
+            label_saving: 0,
         };
         let mut offers = [offer(3, 0b011), offer(12, 0b001), offer(15, 0b100), offer(4, 0b1000)];
         topic_first(&mut offers, 10, 100);

@@ -17,8 +17,10 @@ pub fn render(selection: &Selection, query: &str) -> String {
     if !selection.blocks.is_empty() {
         out.push_str(CONTEXT_HEADING);
         out.push_str("\n\n");
+        let mut labels = BlockLabels::default();
         for block in &selection.blocks {
-            out.push_str(&format!("[{}]\n", block.label()));
+            out.push_str(&format!("[{}]\n", labels.label(block.turn_id, block.time.as_deref())));
+            labels.shown(block.time.as_deref());
             if !block.user.is_empty() {
                 out.push_str(&format!("User: {}\n", block.user));
             }
@@ -52,6 +54,34 @@ pub fn framing(query: &str) -> String {
 /// The part of a block's label its time adds (` · TIME`): its tokens are the block's.
 pub fn time_label(time: &str) -> String {
     format!(" · {time}")
+}
+
+/// What a block's label says in place of the time the block shown before it already gave.
+pub const SAME_TIME: &str = "same time";
+
+/// Labels blocks in the order they are shown: `turn N · TIME`, or `turn N · same time` when the
+/// block shown before it has the same time, so a run of blocks of one sitting (or one
+/// timestamp) says its time once. A block's `tokens` count the label it gets here.
+#[derive(Debug, Default)]
+pub struct BlockLabels<'a> {
+    previous: Option<&'a str>,
+}
+
+impl<'a> BlockLabels<'a> {
+    /// The label of the block of `turn` and `time` if it is shown next.
+    pub fn label(&self, turn: u32, time: Option<&str>) -> String {
+        format!("turn {turn}{}", time.map(|t| time_label(self.says(t))).unwrap_or_default())
+    }
+
+    /// What the label says of `time` if shown next: the time, or [`SAME_TIME`].
+    pub fn says<'t>(&self, time: &'t str) -> &'t str {
+        if self.previous == Some(time) { SAME_TIME } else { time }
+    }
+
+    /// Records that the block of `time` was shown.
+    pub fn shown(&mut self, time: Option<&'a str>) {
+        self.previous = time;
+    }
 }
 
 /// The per-block framing: `[turn N]`, the side labels and line breaks (a time label, ` · TIME`,

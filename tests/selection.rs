@@ -392,3 +392,39 @@ fn a_question_finds_the_turn_that_says_its_words_in_another_form() -> TestResult
     assert!(select(&gk, "zeppelins", Policy::Fill, 4000)?.blocks.is_empty());
     Ok(())
 }
+
+#[test]
+fn blocks_of_one_time_say_it_once() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let log = dir.path().join("log.jsonl");
+    let mut lines = String::new();
+    for i in 0..12 {
+        let (user, time) = match i {
+            3 => ("The kiln reached cone six at noon.".to_string(), "2:10 pm on 9 May, 2023"),
+            4 => ("Then the kiln cooled overnight.".to_string(), "2:10 pm on 9 May, 2023"),
+            _ => (format!("Routine note {i} about the garden."), "10:00 am on 1 June, 2023"),
+        };
+        let line =
+            serde_json::json!({"session": "s", "turn": i, "user": user, "assistant": "Nice.", "time": time});
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&log, lines)?;
+    let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    gk.import(&[log], &ctxgate::ImportOptions::default())?;
+    let est = |s: &str| (s.chars().count() * 3).div_ceil(2) as u32;
+    for policy in [Policy::Minimal, Policy::Fill] {
+        let selection = select(&gk, "Did the kiln reach cone six, and when had it cooled?", policy, 4000)?;
+        within_budget(&selection);
+        let block =
+            |turn| selection.blocks.iter().find(|b| b.turn_id == turn).ok_or("a kiln turn is missing");
+        let (first, second) = (block(3)?, block(4)?);
+        // Both carry their time; the first block's label says it, the second's `same time`.
+        assert_eq!(second.time.as_deref(), Some("2:10 pm on 9 May, 2023"));
+        assert_eq!(first.tokens, est(&first.user) + est(&first.assistant) + est(" · 2:10 pm on 9 May, 2023"));
+        assert_eq!(second.tokens, est(&second.user) + est(&second.assistant) + est(" · same time"));
+    }
+    let prompt = gk.session("s")?.build_prompt("Did the kiln reach cone six, and when had it cooled?")?;
+    assert!(prompt.contains("[turn 3 · 2:10 pm on 9 May, 2023]"), "{prompt}");
+    assert!(prompt.contains("[turn 4 · same time]"), "{prompt}");
+    Ok(())
+}

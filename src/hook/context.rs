@@ -76,9 +76,11 @@ fn selection_text(
     let blocks: Vec<&SelectedBlock> = selection.blocks.iter().collect();
     let mut out = String::new();
     let mut out_tokens = 0;
+    let mut labels = crate::prompt::BlockLabels::default();
     for block in blocks {
         let mut one = String::new();
-        render_block(&mut one, &block.label(), &block.user, &block.assistant);
+        let label = labels.label(block.turn_id, block.time.as_deref());
+        render_block(&mut one, &label, &block.user, &block.assistant);
         let heading_cost = if out.is_empty() { estimator.estimate(&format!("{heading}\n\n")) } else { 0 };
         if out_tokens + heading_cost + estimator.estimate(&one) > budget {
             continue;
@@ -87,6 +89,7 @@ fn selection_text(
             let _ = write!(out, "{heading}\n\n");
         }
         out.push_str(&one);
+        labels.shown(block.time.as_deref());
         out_tokens = estimator.estimate(&out);
     }
     Ok(out)

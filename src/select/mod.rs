@@ -5,7 +5,9 @@
 //! reaches 85% of the query's, or nothing more fits. The anchors counted are the query's focus
 //! anchors (framing words and common context left out, see `pipeline`). A block that does not fit the remaining
 //! budget is skipped; a block with zero gain is never taken. Ties go to the lower turn id.
-//! The `fill` policy then spends what is left of the budget (see [`choose`]).
+//! The `fill` policy then spends what is left of the budget (see [`choose`]). A block's cost is
+//! what it adds to the prompt: once a taken block shows a time, another block of that time
+//! costs its text and `same time` instead of the time again.
 
 mod selection;
 
@@ -50,6 +52,30 @@ pub struct Offer {
     pub in_greedy: bool,
     /// Token estimate of the whole, unpruned block (`tokens` if pruning removed nothing).
     pub whole_tokens: u32,
+    /// The turn's time, as an id shared by the offers of the same time (`None`: no time).
+    pub time: Option<u32>,
+    /// What the block costs less once a block of the same time is taken: its label then says
+    /// `same time` instead of the time (`prompt::block_labels`). `tokens` count the time.
+    pub label_saving: u32,
+}
+
+impl Offer {
+    /// What the block costs given the times the taken blocks already show.
+    fn cost(&self, shown: &[u32]) -> u32 {
+        match self.time {
+            Some(time) if shown.contains(&time) => self.tokens - self.label_saving,
+            _ => self.tokens,
+        }
+    }
+}
+
+/// The times the taken blocks show, in the order taken.
+fn show(shown: &mut Vec<u32>, offer: &Offer) {
+    if let Some(time) = offer.time
+        && !shown.contains(&time)
+    {
+        shown.push(time);
+    }
 }
 
 /// One taken block: its index in the offers and the anchors it newly covered.
@@ -72,17 +98,19 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
     // `covered` is what the greedy has counted; `present` what the taken blocks contain, which
     // is what a pick reports (they differ for a block that may not count all it has).
     let (mut covered, mut present, mut used) = (0u64, 0u64, 0u32);
+    let mut shown = Vec::new();
     while total > 0.0 && query.idf_of(covered & focus) < COVERAGE_STOP * total {
         let mut best: Option<(f64, usize)> = None;
         for (i, offer) in offers.iter().enumerate() {
-            if taken[i] || !offer.in_greedy || used.saturating_add(offer.tokens) > budget {
+            let cost = offer.cost(&shown);
+            if taken[i] || !offer.in_greedy || used.saturating_add(cost) > budget {
                 continue;
             }
             let gained = query.idf_of(offer.covers & focus & !covered);
             if gained <= 0.0 {
                 continue;
             }
-            let gain = gained / f64::from(offer.tokens.max(1)).powf(GREEDY_ALPHA);
+            let gain = gained / f64::from(cost.max(1)).powf(GREEDY_ALPHA);
             let better = match best {
                 None => true,
                 Some((g, j)) => gain > g || (gain == g && offer.turn < offers[j].turn),
@@ -93,13 +121,14 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
         }
         let Some((_, i)) = best else { break };
         taken[i] = true;
-        used += offers[i].tokens;
+        used += offers[i].cost(&shown);
+        show(&mut shown, &offers[i]);
         picks.push(Pick { offer: i, newly_covered: offers[i].matched & !present, whole: false });
         covered |= offers[i].covers;
         present |= offers[i].matched;
     }
     if policy == Policy::Fill {
-        fill(offers, budget, focus, &mut picks, used, present);
+        fill(offers, budget, focus, &mut picks, (used, shown), present);
     }
     picks
 }
@@ -112,7 +141,14 @@ pub fn choose(query: &QueryAnchors, offers: &[Offer], budget: u32, policy: Polic
 /// turn that shares only a common word with the query (a name, `feel`) is a weaker lead than
 /// any that shares a specific one, whatever their scores: recency and the exact-match bonus
 /// can rank it first.
-fn fill(offers: &[Offer], budget: u32, focus: u64, picks: &mut Vec<Pick>, mut used: u32, mut present: u64) {
+fn fill(
+    offers: &[Offer],
+    budget: u32,
+    focus: u64,
+    picks: &mut Vec<Pick>,
+    (mut used, mut shown): (u32, Vec<u32>),
+    mut present: u64,
+) {
     let mut pick_of: Vec<Option<usize>> = vec![None; offers.len()];
     for (k, pick) in picks.iter().enumerate() {
         pick_of[pick.offer] = Some(k);
@@ -125,8 +161,10 @@ fn fill(offers: &[Offer], budget: u32, focus: u64, picks: &mut Vec<Pick>, mut us
     for tier in &tiers {
         for &i in tier {
             let offer = &offers[i];
-            if pick_of[i].is_none() && used.saturating_add(offer.tokens) <= budget {
-                used += offer.tokens;
+            let cost = offer.cost(&shown);
+            if pick_of[i].is_none() && used.saturating_add(cost) <= budget {
+                used += cost;
+                show(&mut shown, offer);
                 pick_of[i] = Some(picks.len());
                 picks.push(Pick { offer: i, newly_covered: offer.matched & !present, whole: false });
                 present |= offer.matched;
@@ -169,7 +207,16 @@ mod tests {
     }
 
     fn offer(turn: u32, tokens: u32, matched: u64) -> Offer {
-        Offer { turn, tokens, matched, covers: matched, in_greedy: true, whole_tokens: tokens }
+        Offer {
+            turn,
+            tokens,
+            matched,
+            covers: matched,
+            in_greedy: true,
+            whole_tokens: tokens,
+            time: None,
+            label_saving: 0,
+        }
     }
 
     fn turns(offers: &[Offer], picks: &[Pick]) -> Vec<u32> {
@@ -330,5 +377,19 @@ mod tests {
         let alone = [Offer { covers: 0, ..offer(1, 10, 0b11) }];
         assert!(choose(&q, &alone, 1000, Policy::Minimal, 0b11).is_empty());
         assert_eq!(choose(&q, &alone, 1000, Policy::Fill, 0b11).len(), 1);
+    }
+
+    #[test]
+    fn a_time_already_shown_costs_less() {
+        let q = query();
+        let timed = |turn, matched| Offer { time: Some(0), label_saving: 6, ..offer(turn, 10, matched) };
+        // 20 tokens: the second block of the same time costs 10 - 6 = 4 and fits.
+        let offers = [timed(1, 0b0001), timed(2, 0b0010)];
+        assert_eq!(turns(&offers, &choose(&q, &offers, 14, Policy::Minimal, q.full_mask())), [1, 2]);
+        assert_eq!(turns(&offers, &choose(&q, &offers, 14, Policy::Fill, 0b0001)), [1, 2]);
+        // Of another time, it costs 10 and does not.
+        let other = [timed(1, 0b0001), Offer { time: Some(1), ..timed(2, 0b0010) }];
+        assert_eq!(turns(&other, &choose(&q, &other, 14, Policy::Minimal, q.full_mask())), [1]);
+        assert_eq!(turns(&other, &choose(&q, &other, 14, Policy::Fill, 0b0001)), [1]);
     }
 }

@@ -52,13 +52,15 @@ pub struct SelectedBlock {
     /// When the turn was said, as its source wrote it; absent when the source gave no time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
-    /// Tokens of `user`, `assistant` and `time`, in the call's tokenizer.
+    /// Tokens of `user`, `assistant` and the label's time part, in the call's tokenizer: the
+    /// time, or `same time` when the block before it has the same time (`prompt::BlockLabels`).
     pub tokens: u32,
 }
 
 impl SelectedBlock {
-    /// How prompts and hook context label the block: `turn N`, then ` · TIME` when the turn
-    /// has a time (whose tokens the block's `tokens` count).
+    /// The block's label on its own (the CLI's listing): `turn N`, then ` · TIME` when the turn
+    /// has a time. Prompts and hook context label a run of blocks of one time with
+    /// `prompt::BlockLabels`, which says `same time` after the first.
     pub fn label(&self) -> String {
         format!(
             "turn {}{}",
