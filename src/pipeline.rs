@@ -124,10 +124,13 @@ pub fn select<S: Source>(
     params: &SelectParams<'_>,
 ) -> Result<Outcome> {
     let Gated { mut query, decision } = gate(view, Some(session), params.as_of, text)?;
-    query.fold_word_forms(view.corpus_stats().blocks, |h| view.df(h))?;
+    // Framing words identify nothing: neither their forms nor their (long) posting lists are
+    // read at all.
+    let framing = anchor::framing_hashes(text, anchor_hash);
+    let is_framing = |hash: u64| framing.binary_search(&hash).is_ok();
+    query.fold_word_forms(view.corpus_stats().blocks, is_framing, |h| view.df(h))?;
     let switch = decision.topic == Topic::Switch;
-    // Framing words identify nothing: their (long) posting lists are not read at all.
-    let scored = query.full_mask() & !framing_mask(&query, text);
+    let scored = query.full_mask() & !anchors_among(&query, &framing);
     let (postings, in_session) = session_postings(view, session.id, &query, scored, params.as_of)?;
     let held = held_mask(&postings);
     // A query that leaves the current topic, names something no conversation of the index has

@@ -112,14 +112,16 @@ impl QueryAnchors {
     /// engine would, without changing what the index stores: a form's postings are the
     /// anchor's, and its IDF is that of them all (document frequencies summed, at most
     /// `blocks`). The gate's weights are left as they are, so a replayed decision still equals
-    /// the recorded one. Anchors are sorted again: call it before any mask is taken.
+    /// the recorded one. Anchors are sorted again: call it before any mask is taken. The
+    /// anchors `leave` names (framing words, which are not scored) are left as they are.
     pub fn fold_word_forms<E>(
         &mut self,
         blocks: u64,
+        leave: impl Fn(u64) -> bool,
         mut df: impl FnMut(u64) -> Result<u64, E>,
     ) -> Result<(), E> {
         for a in &mut self.anchors {
-            if Some(a.hash) == self.fallback {
+            if Some(a.hash) == self.fallback || leave(a.hash) {
                 continue;
             }
             let mut total = 0;

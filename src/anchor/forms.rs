@@ -22,16 +22,18 @@ pub fn word_forms(word: &str) -> Vec<String> {
     if word.len() < MIN_FORM_LETTERS || !word.bytes().all(|b| b.is_ascii_lowercase()) {
         return Vec::new();
     }
-    let stemmer = Stemmer::create(Algorithm::English);
-    let stem = stemmer.stem(word);
-    let mut forms: Vec<String> = roots(word)
+    let mut candidates: Vec<String> = roots(word)
         .iter()
         .flat_map(|root| inflections(root))
-        .filter(|form| form != word && form.len() >= MIN_FORM_LETTERS && stemmer.stem(form) == stem)
+        .filter(|form| form != word && form.len() >= MIN_FORM_LETTERS)
         .collect();
-    forms.sort_unstable();
-    forms.dedup();
-    forms
+    candidates.sort_unstable();
+    candidates.dedup();
+    // Stemming is most of the cost: each candidate once.
+    let stemmer = Stemmer::create(Algorithm::English);
+    let stem = stemmer.stem(word);
+    candidates.retain(|form| stemmer.stem(form) == stem);
+    candidates
 }
 
 /// The word and what it may be an inflection of: `painted` → `paint`, `paint`+`e`; `cities` →
