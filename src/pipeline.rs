@@ -139,8 +139,15 @@ pub fn select<S: Source>(
     // the history lacks may find a document. (On a continue the query's words are the topic's,
     // however common; a query whose new words other conversations know may be asking about
     // the vocabulary of the person's work, which those conversations share.)
+    //
+    // A switch whose every word the history holds, each of them the person's everyday phrasing
+    // and spread evenly through their other conversations (never talked about for a stretch and
+    // left, as a subject is), names nothing: it follows up what was just said, as a deictic
+    // question does, and the latest turn is its context (`deictic_pin`), not the older turns
+    // that happen to repeat its phrasing.
     let unseen = scored & !held;
-    let phrasing_only = switch && novel_anchors(view, &query, unseen, &in_session)? != 0 && {
+    let novel = if switch { novel_anchors(view, &query, unseen, &in_session)? } else { 0 };
+    let everyday = switch && (novel != 0 || (unseen == 0 && held != 0)) && {
         let asking = spread::SessionUse {
             id: session.id,
             turns: session.record.turn_count,
@@ -150,8 +157,10 @@ pub fn select<S: Source>(
         };
         spread::only_phrasing(view, &asking, &query, held)?
     };
+    let phrasing_only = everyday && novel != 0;
+    let names_nothing = everyday && unseen == 0 && spread::evenly_used(view, session.id, &query, held)?;
     let scored_for_evidence = if phrasing_only { unseen } else { scored };
-    let scored = if phrasing_only { 0 } else { scored };
+    let scored = if phrasing_only || names_nothing { 0 } else { scored };
     let held = held & scored;
     let focus = focus_anchors(&query, held);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
@@ -172,7 +181,8 @@ pub fn select<S: Source>(
     // anchors (its second tier), until its focus offers could fill the budget twice over (some
     // will not fit) or MAX_FILL_SCANNED were looked at.
     let named = query.specific(scored) & !pattern_anchors(&query, decision.deictic) & !query.fallback_mask();
-    let pinned = deictic_pin(view, session, &query, named, &decision, params)?;
+    let refers_back = names_nothing || (decision.topic == Topic::Continue && decision.deictic.is_some());
+    let pinned = if refers_back { deictic_pin(view, session, &query, named, params)? } else { None };
     let pinned_turn = pinned.as_ref().map(|p| p.turn);
     let fill = params.policy == Policy::Fill;
     let scan_limit = if fill { MAX_FILL_SCANNED } else { MAX_SCANNED };
@@ -435,9 +445,9 @@ fn pattern_anchors(query: &QueryAnchors, pattern: Option<&str>) -> u64 {
     anchors_among(query, &hashes)
 }
 
-/// A deictic follow-up on the current topic that names nothing the topic's latest turn lacks
-/// ("那这个呢？", "go on, what else?", a short reply to the question the last turn asked)
-/// refers to what was just said: that turn is its context, whatever words older turns share
+/// A follow-up that refers back (a deictic one the gate continued, or one made of everyday
+/// phrasing alone) and names nothing the latest turn lacks ("那这个呢？", "go on, what else?", a
+/// short reply to the question the last turn asked) refers to what was just said: that turn is its context, whatever words older turns share
 /// with it. `named` are the query's specific anchors. It is handed over first, whole
 /// if it fits the budget, else pruned to the query; the greedy then spends the rest. Its score
 /// is 0: it is not recalled.
@@ -446,13 +456,9 @@ fn deictic_pin<S: Source>(
     session: &SessionRef<'_>,
     query: &QueryAnchors,
     named: u64,
-    decision: &GateDecision,
     params: &SelectParams<'_>,
 ) -> Result<Option<ChosenBlock>> {
     let Some(latest) = params.as_of.checked_sub(1) else { return Ok(None) };
-    if decision.topic != Topic::Continue || decision.deictic.is_none() {
-        return Ok(None);
-    }
     let Some(turn) = view.turn_record(session.id, latest)? else { return Ok(None) };
     let time_tokens = time_tokens(params.estimator, turn.time.as_deref());
     let estimate = |user: &str, assistant: &str| {

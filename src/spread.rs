@@ -97,6 +97,69 @@ pub fn only_phrasing<S: Source>(
     Ok(true)
 }
 
+/// True if none of the `held` anchors comes in bursts in the other sessions that hold it: a
+/// subject is talked about for a stretch and then left (its turns cluster), while phrasing
+/// comes back evenly all through a conversation. With [`only_phrasing`], that is a query whose
+/// every word is how this person talks, however often, and which therefore names nothing.
+///
+/// Each holder session among the newest [`SAMPLED_SESSIONS`] is cut into ⌈√n⌉ stretches of
+/// its `n` turns (the square-root rule of histogram bins) and the anchor's turns are counted in
+/// each: evenly spread counts vary no more than a Poisson count does, clustered ones far more.
+/// The index of dispersion, summed over the holder sessions, is tested as a χ² against its
+/// degrees of freedom (Wilson–Hilferty) at the one-sided [`SIGNIFICANCE`].
+pub fn evenly_used<S: Source>(view: &View<S>, session: u32, query: &QueryAnchors, held: u64) -> Result<bool> {
+    let others = view.recent_sessions(session, SAMPLED_SESSIONS)?;
+    for (i, anchor) in query.anchors().iter().enumerate() {
+        if held & (1u64 << i) == 0 {
+            continue;
+        }
+        let (mut dispersion, mut freedom) = (0.0, 0u32);
+        for &other in &others {
+            let turns = session_turns(view, other, anchor)?;
+            let n = view.session_record(other)?.map_or(0, |r| r.turn_count);
+            if turns.len() < 2 || n < 4 {
+                continue;
+            }
+            let bins = f64::from(n).sqrt().ceil() as u32;
+            let mut counts = vec![0u32; bins as usize];
+            for &turn in &turns {
+                counts[(u64::from(turn.min(n - 1)) * u64::from(bins) / u64::from(n)) as usize] += 1;
+            }
+            let mean = turns.len() as f64 / f64::from(bins);
+            dispersion += counts.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / mean;
+            freedom += bins - 1;
+        }
+        if freedom > 0 && chi_square_above_chance(dispersion, freedom) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The turns of `session` that hold `anchor` or one of its forms, folded and pending.
+fn session_turns<S: Source>(view: &View<S>, session: u32, anchor: &QueryAnchor) -> Result<Vec<u32>> {
+    let mut turns = Vec::new();
+    for hash in anchor.hashes() {
+        view.session_postings(hash, session, |p| turns.push(p.turn))?;
+        for (turn, forward) in view.pending().of_session(session) {
+            if forward.posting(turn, hash).is_some() {
+                turns.push(turn);
+            }
+        }
+    }
+    turns.sort_unstable();
+    turns.dedup();
+    Ok(turns)
+}
+
+/// True if a χ² statistic of `freedom` degrees of freedom is beyond its upper [`SIGNIFICANCE`]
+/// point, by the Wilson–Hilferty cube-root normal approximation (1.645: the one-sided 5% point).
+fn chi_square_above_chance(statistic: f64, freedom: u32) -> bool {
+    let k = f64::from(freedom);
+    let spread = 2.0 / (9.0 * k);
+    ((statistic / k).cbrt() - (1.0 - spread)) / spread.sqrt() > 1.645
+}
+
 /// The turns of the index that hold `anchor` or one of its forms (at most: a turn with two
 /// forms counts twice).
 pub(crate) fn anchor_df<S: Source>(view: &View<S>, anchor: &QueryAnchor) -> Result<u64> {
@@ -138,6 +201,14 @@ fn above_chance(observed: u64, expected: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chi_square_upper_tail() {
+        // χ²(9): the 95% point is 16.92; χ²(30): 43.77.
+        assert!(!chi_square_above_chance(16.5, 9) && chi_square_above_chance(17.4, 9));
+        assert!(!chi_square_above_chance(43.0, 30) && chi_square_above_chance(44.6, 30));
+        assert!(!chi_square_above_chance(0.0, 5), "no variation at all is even");
+    }
 
     #[test]
     fn above_chance_is_the_poisson_upper_tail() {

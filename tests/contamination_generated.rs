@@ -6,10 +6,10 @@
 //! round-robin and in runs; in runs some follow-ups name no subject at all. The index holds
 //! the same person's earlier conversations (the same phrasing, other subjects) before the one
 //! under test: that is where the statistics learn what phrasing is. Every round whose query
-//! names a subject its topic has mentioned must select a turn of that topic, and no round whose
-//! query names a subject may select a turn of another topic. Follow-ups made of a frame alone
-//! are reported, not asserted: a query of words every conversation uses cannot yet be told
-//! from a question about the vocabulary a person's work shares (docs/relevance.md).
+//! names a subject its topic has mentioned must select a turn of that topic, and no round may
+//! select a turn of another topic: neither one whose query names a subject nor a follow-up made
+//! of a frame alone (its words come back evenly all through the earlier conversations, so it
+//! names nothing and follows up the latest turn).
 
 use ctxgate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use ctxgate::{Gatekeeper, Options, SelectOptions};
@@ -217,9 +217,10 @@ struct Seen {
     unanswered: usize,
     cross_topic: usize,
     first_cross: Option<String>,
-    /// Blocks of another topic selected for a follow-up made of phrasing alone (not asserted:
-    /// see `docs/relevance.md`, "Still open after this round").
+    /// Blocks of another topic selected for a follow-up made of phrasing alone.
     bare_cross_topic: usize,
+    /// Follow-ups made of phrasing alone.
+    bare_rounds: usize,
 }
 
 fn run(script: Script, layout: Layout, seed: u64) -> Result<Seen, Box<dyn std::error::Error>> {
@@ -264,6 +265,7 @@ fn run(script: Script, layout: Layout, seed: u64) -> Result<Seen, Box<dyn std::e
                 let own = selection.blocks.iter().any(|b| turns[b.turn_id as usize].topic == turn.topic);
                 seen.unanswered += usize::from(!own);
             }
+            seen.bare_rounds += usize::from(turn.bare);
             seen.blocks += selection.blocks.len();
             seen.rounds_with_blocks += usize::from(!selection.blocks.is_empty());
         }
@@ -278,6 +280,10 @@ fn check(script: Script, layout: Layout) -> Result<(), Box<dyn std::error::Error
         eprintln!("{script:?}/{layout:?}/seed {seed}: {seen:?}");
         assert!(seen.answerable >= 30, "too few answerable rounds to prove anything: {seen:?}");
         assert_eq!(seen.cross_topic, 0, "{script:?}/{layout:?}/seed {seed}: {seen:#?}");
+        assert_eq!(seen.bare_cross_topic, 0, "{script:?}/{layout:?}/seed {seed}: {seen:#?}");
+        if let Layout::Runs = layout {
+            assert!(seen.bare_rounds >= 12, "too few follow-ups of a frame alone: {seen:?}");
+        }
         assert_eq!(
             seen.unanswered, 0,
             "{script:?}/{layout:?}/seed {seed}: a known subject found nothing: {seen:#?}"

@@ -354,6 +354,30 @@ fn a_word_this_session_uses_more_than_the_others_is_its_subject() -> TestResult 
 }
 
 #[test]
+fn a_query_of_everyday_words_alone_follows_up_what_was_just_said() -> TestResult {
+    // `redis` comes back in every turn of three other conversations: how this person talks.
+    // Asked alone, it names nothing: the context is the latest turn, not the old one with it.
+    let (_dir, gk) = redis_everywhere(3, 20, 1)?;
+    for policy in [Policy::Minimal, Policy::Fill] {
+        let selection = select(&gk, "redis", policy, 4000)?;
+        assert_eq!(selection.decision.topic, ctxgate::Topic::Switch, "the test needs a switch");
+        let turns: Vec<u32> = selection.blocks.iter().map(|b| b.turn_id).collect();
+        assert_eq!(turns, [31], "{policy:?}: {:?}", selection.blocks);
+    }
+    // Talked about for a stretch in each (their first 5 of 20 turns), it is a subject.
+    let (_dir, gk) = redis_everywhere(3, 5, 1)?;
+    for policy in [Policy::Minimal, Policy::Fill] {
+        let selection = select(&gk, "redis", policy, 4000)?;
+        assert!(
+            selection.blocks.iter().any(|b| b.user.contains("redis")),
+            "{policy:?}: {:?}",
+            selection.blocks
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn with_one_other_session_nothing_is_everyday() -> TestResult {
     let (_dir, gk) = redis_everywhere(1, 20, 1)?;
     let selection = select(&gk, "redis quokka", Policy::Minimal, 4000)?;
