@@ -108,16 +108,21 @@ pub fn only_phrasing<S: Source>(
 /// The index of dispersion, summed over the holder sessions, is tested as a χ² against its
 /// degrees of freedom (Wilson–Hilferty) at the one-sided [`SIGNIFICANCE`].
 pub fn evenly_used<S: Source>(view: &View<S>, session: u32, query: &QueryAnchors, held: u64) -> Result<bool> {
-    let others = view.recent_sessions(session, SAMPLED_SESSIONS)?;
+    let mut others = Vec::new();
+    for other in view.recent_sessions(session, SAMPLED_SESSIONS)? {
+        others.push((other, view.session_record(other)?.map_or(0, |r| r.turn_count)));
+    }
     for (i, anchor) in query.anchors().iter().enumerate() {
         if held & (1u64 << i) == 0 {
             continue;
         }
         let (mut dispersion, mut freedom) = (0.0, 0u32);
-        for &other in &others {
+        for &(other, n) in &others {
+            if n < 4 {
+                continue;
+            }
             let turns = session_turns(view, other, anchor)?;
-            let n = view.session_record(other)?.map_or(0, |r| r.turn_count);
-            if turns.len() < 2 || n < 4 {
+            if turns.len() < 2 {
                 continue;
             }
             let bins = f64::from(n).sqrt().ceil() as u32;
