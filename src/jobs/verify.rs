@@ -31,7 +31,7 @@ pub struct VerifyReport {
     pub turns: u64,
     /// Of them, pending turns.
     pub pending_turns: u64,
-    /// Posting chunks checked.
+    /// Posting rows checked.
     pub chunks: u64,
     /// Postings checked.
     pub postings: u64,
@@ -66,7 +66,7 @@ impl VerifyReport {
 pub enum VerifyPhase {
     /// Stored turns: each one's anchors derived again from its text.
     Turns,
-    /// Posting chunks: decoded and merged with the postings the turns give.
+    /// Posting rows: decoded and merged with the postings the turns give.
     Postings,
     /// `terms` rows: document frequencies against the folded turns.
     Anchors,
@@ -79,7 +79,7 @@ impl VerifyPhase {
     pub fn name(self) -> &'static str {
         match self {
             VerifyPhase::Turns => "turns",
-            VerifyPhase::Postings => "posting chunks",
+            VerifyPhase::Postings => "posting rows",
             VerifyPhase::Anchors => "anchors",
             VerifyPhase::Evidence => "evidence documents",
         }
@@ -237,40 +237,40 @@ impl Gatekeeper {
                 report.problem(format!("pending {session}:{turn}"), "no stored turn (or it does not decode)");
             }
         }
-        // Postings: merge the chunks, in key order, with the expected postings.
+        // Postings: merge the rows, in key order, with the expected postings.
         expected.sort_unstable_by_key(|e| e.0);
         let mut next = 0usize;
-        let mut list: Option<(u64, u32)> = None;
-        let mut next_chunk = 0u32;
-        let mut last_turn: Option<u32> = None;
+        let mut anchor: Option<u64> = None;
+        let mut last: Option<(u32, u32)> = None;
         let mut decoded = Vec::new();
+        let mut norms = view.norms();
         report_progress(VerifyPhase::Postings, 0, totals.chunks);
-        view.for_each_chunk(|hash, session, chunk, bytes| {
+        view.for_each_row(|hash, (session, turn), bytes| {
             report.chunks += 1;
             if progress_due(report.chunks, totals.chunks) {
                 report_progress(VerifyPhase::Postings, report.chunks, totals.chunks);
             }
-            let key = format!("posting {hash:016x}/{session}/{chunk}");
-            if list != Some((hash, session)) {
-                list = Some((hash, session));
-                next_chunk = 0;
-                last_turn = None;
+            let key = format!("posting row {hash:016x}/{session}/{turn}");
+            if anchor != Some(hash) {
+                anchor = Some(hash);
+                last = None;
             }
-            if chunk != next_chunk {
-                report.problem(key.clone(), format!("expected chunk number {next_chunk}"));
-            }
-            next_chunk = chunk.wrapping_add(1);
             decoded.clear();
-            if let Err(e) = postings::decode(bytes, |p| decoded.push(p)) {
+            if let Err(e) = postings::decode_row((session, turn), bytes, |s, p| decoded.push((s, p))) {
                 report.problem(key, e.to_string());
                 return true;
             }
-            for p in &decoded {
-                report.postings += 1;
-                if last_turn.is_some_and(|t| p.turn <= t) {
-                    report.problem(key.clone(), format!("turn {} is out of order", p.turn));
+            for (session, p) in &mut decoded {
+                let session = *session;
+                if let Err(e) = norms.fill(session, p) {
+                    report.problem(key.clone(), e.to_string());
                 }
-                last_turn = Some(p.turn);
+                let p = &*p;
+                report.postings += 1;
+                if last.is_some_and(|l| (session, p.turn) <= l) {
+                    report.problem(key.clone(), format!("turn {session}:{} is out of order", p.turn));
+                }
+                last = Some((session, p.turn));
                 let at = (hash, session, p.turn);
                 while next < expected.len() && expected[next].0 < at {
                     let (h, s, t) = expected[next].0;
@@ -285,7 +285,7 @@ impl Gatekeeper {
                         report.problem(
                             key.clone(),
                             format!(
-                                "turn {}: stored tf/lengths {:?}, the text gives {:?}",
+                                "turn {session}:{}: stored tf/lengths {:?}, the text gives {:?}",
                                 p.turn,
                                 posting_values(p),
                                 expected[next].1
@@ -294,7 +294,8 @@ impl Gatekeeper {
                     }
                     next += 1;
                 } else {
-                    report.problem(key.clone(), format!("turn {} does not have this anchor", p.turn));
+                    report
+                        .problem(key.clone(), format!("turn {session}:{} does not have this anchor", p.turn));
                 }
             }
             true

@@ -1,39 +1,43 @@
 //! `PostingCursor`: one anchor's folded postings over every session, in block-key order, for
 //! document-at-a-time evaluation.
 //!
-//! Posting keys lead with the anchor, then the session, then the chunk number, so one range
-//! scan reads an anchor's whole list in `(session, turn)` order. The cursor decodes one chunk
-//! at a time, and [`PostingCursor::seek`] steps over every chunk whose header says it ends
-//! before the target without decoding it: a reader that only probes a long list at a few turns
-//! decodes the chunks it lands in; the range scan still visits the others, reading two
-//! varints of each.
+//! Posting keys lead with the anchor, then the session and turn of each row's first posting,
+//! so one range scan reads an anchor's whole list in `(session, turn)` order. The cursor
+//! decodes one row at a time, and [`PostingCursor::seek`] steps over every row whose next row
+//! starts at or before the target without decoding it: a reader that only probes a long list
+//! at a few turns decodes the rows it lands in; the range scan still visits the others.
 
 use super::error::{Error, corrupt};
 use super::keys::{block_key, split_posting_key};
+use super::norms::Norms;
 use super::postings::{self, Posting};
+
+type Row<'v> = (redb::AccessGuard<'v, u128>, redb::AccessGuard<'v, &'static [u8]>);
 
 /// A position in one anchor's folded postings.
 pub struct PostingCursor<'v> {
-    chunks: redb::Range<'v, u128, &'static [u8]>,
-    /// Session of the decoded chunk.
-    session: u32,
-    /// The decoded chunk (empty once the list is exhausted).
-    postings: Vec<Posting>,
+    rows: redb::Range<'v, u128, &'static [u8]>,
+    /// The row after the decoded one, read ahead: where the decoded one ends.
+    next: Option<Row<'v>>,
+    /// The decoded row: block keys and postings (empty once the list is exhausted).
+    postings: Vec<(u64, Posting)>,
     /// Index of the current posting in `postings`.
     at: usize,
+    norms: Norms<'v>,
 }
 
 impl<'v> PostingCursor<'v> {
-    /// A cursor on the first posting of the range `chunks` reads.
-    pub(super) fn new(chunks: redb::Range<'v, u128, &'static [u8]>) -> Result<Self, Error> {
-        let mut cursor = PostingCursor { chunks, session: 0, postings: Vec::new(), at: 0 };
+    /// A cursor on the first posting of the range `rows` reads.
+    pub(super) fn new(mut rows: redb::Range<'v, u128, &'static [u8]>, norms: Norms<'v>) -> Result<Self, Error> {
+        let next = rows.next().transpose()?;
+        let mut cursor = PostingCursor { rows, next, postings: Vec::new(), at: 0, norms };
         cursor.load(0)?;
         Ok(cursor)
     }
 
     /// The current posting and its block key, or `None` when the list is exhausted.
     pub fn current(&self) -> Option<(u64, &Posting)> {
-        self.postings.get(self.at).map(|p| (block_key(self.session, p.turn), p))
+        self.postings.get(self.at).map(|(key, p)| (*key, p))
     }
 
     /// Moves to the next posting.
@@ -47,37 +51,40 @@ impl<'v> PostingCursor<'v> {
 
     /// Moves to the first posting whose block key is `target` or later.
     pub fn seek(&mut self, target: u64) -> Result<(), Error> {
-        let Some(last) = self.postings.last() else { return Ok(()) };
-        if block_key(self.session, last.turn) >= target {
+        let Some(&(last, _)) = self.postings.last() else { return Ok(()) };
+        if last >= target {
             let start = self.at;
-            self.at =
-                start + self.postings[start..].partition_point(|p| block_key(self.session, p.turn) < target);
+            self.at = start + self.postings[start..].partition_point(|(key, _)| *key < target);
             return Ok(());
         }
         self.load(target)
     }
 
-    /// Decodes the next chunk that holds a posting at `target` or later, positioned on it;
+    /// Decodes the next row that holds a posting at `target` or later, positioned on it;
     /// empties the cursor when there is none.
     fn load(&mut self, target: u64) -> Result<(), Error> {
         self.postings.clear();
         self.at = 0;
-        for entry in self.chunks.by_ref() {
-            let (key, value) = entry?;
-            let (_, session, chunk) = split_posting_key(key.value());
-            let bytes = value.value();
-            let what = || format!("posting chunk {chunk} of session {session}");
-            let (_, last_turn) = postings::header(bytes).map_err(|e| corrupt(what(), e))?;
-            if block_key(session, last_turn) < target {
-                continue;
+        while let Some((key, value)) = self.next.take() {
+            self.next = self.rows.next().transpose()?;
+            // Every posting of this row comes before the next row's first.
+            if let Some((next_key, _)) = &self.next {
+                let (_, session, turn) = split_posting_key(next_key.value());
+                if block_key(session, turn) <= target {
+                    continue;
+                }
             }
-            self.session = session;
-            postings::decode(bytes, |p| self.postings.push(p)).map_err(|e| corrupt(what(), e))?;
-            self.at = self.postings.partition_point(|p| block_key(session, p.turn) < target);
+            let (_, session, turn) = split_posting_key(key.value());
+            let postings = &mut self.postings;
+            postings::decode_row((session, turn), value.value(), |s, p| postings.push((block_key(s, p.turn), p)))
+                .map_err(|e| corrupt(format!("posting row {session}/{turn}"), e))?;
+            self.at = self.postings.partition_point(|(key, _)| *key < target);
             if self.at < self.postings.len() {
+                for (key, p) in &mut self.postings[self.at..] {
+                    self.norms.fill((*key >> 32) as u32, p)?;
+                }
                 return Ok(());
             }
-            // An empty chunk (never written, but not corrupt either): read on.
             self.postings.clear();
             self.at = 0;
         }
@@ -87,12 +94,14 @@ impl<'v> PostingCursor<'v> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::keys::posting_key;
+    use super::super::grouped::NewBlock;
+    use super::super::lists::AnchorWriter;
+    use super::super::norms;
     use super::super::{Store, StoreOptions};
     use super::*;
 
-    /// An anchor's postings in sessions 0, 2 and 5 (4, 2 and 1 chunks) and another anchor's,
-    /// written as the fold writes them.
+    /// An anchor's postings in sessions 0, 2 and 5 (rows of one session and rows spanning two)
+    /// and another anchor's, written as the fold writes them.
     fn store() -> (tempfile::TempDir, Store, Vec<(u64, Posting)>) {
         let dir = tempfile::tempdir().unwrap();
         let options = StoreOptions {
@@ -116,12 +125,18 @@ mod tests {
                             len_assistant: if turn % 4 == 0 { 0 } else { 9 },
                         })
                         .collect();
-                    for (no, chunk) in postings::encode_list(list.iter()).unwrap().iter().enumerate() {
-                        view.tables.postings.insert(posting_key(7, session, no as u32), chunk.as_slice())?;
-                    }
+                    let table = &mut view.tables.postings;
+                    let mut writer = AnchorWriter::new(7);
+                    writer.append(table, session, list.iter().copied())?;
+                    writer.finish(table)?;
                     expected.extend(list.iter().map(|p| (block_key(session, p.turn), *p)));
-                    let other = postings::encode_list([Posting { turn: 1, ..list[0] }].iter()).unwrap();
-                    view.tables.postings.insert(posting_key(8, session, 0), other[0].as_slice())?;
+                    let mut other = AnchorWriter::new(8);
+                    other.append(table, session, [Posting { turn: 1, ..list[0] }])?;
+                    other.finish(table)?;
+                    let blocks: Vec<NewBlock> = (0..turns)
+                        .map(|turn| NewBlock { key: block_key(session, turn), len_user: 5, len_assistant: 9 })
+                        .collect();
+                    norms::put(&mut view.tables.norms, &blocks)?;
                 }
                 Ok(())
             })

@@ -11,8 +11,11 @@ pub const MAGIC: &str = "ctxgate-index";
 /// Version of the key and record layout. Bump on any change to `keys`, `records`,
 /// `turn_text` or `postings`, and keep a fixture of the old version (`tests/fixtures/`).
 ///
-/// 2: turn text compressed (`turn_text`), table `text_dictionaries`. `rebuild` reads format 1.
-pub const FORMAT_VERSION: u32 = 2;
+/// 2: turn text compressed (`turn_text`), table `text_dictionaries`.
+/// 3: a `postings` row holds up to 128 postings of one anchor over consecutive sessions, keyed
+/// by its first posting (`lists`, `postings::encode_row`); format 2 had a row per session.
+/// `rebuild` reads formats 1 and 2: the turns, which are the same in 2 and 3.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest format `rebuild` reads (`SourceIndex`).
 pub const OLDEST_REBUILT_FORMAT: u32 = 1;

@@ -2,7 +2,7 @@
 //!
 //! Integers are packed most-significant first, so numeric order is the order a range scan
 //! reads: a session's turns are one contiguous range of [`block_key`]s, and an anchor's
-//! postings within a session are one contiguous range of [`posting_key`]s, chunk by chunk.
+//! posting rows are one contiguous range of [`posting_key`]s in `(session, turn)` order.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -44,7 +44,8 @@ pub fn split_block_key(key: u64) -> (u32, u32) {
 
 pub use crate::types::anchor_hash;
 
-/// `anchor_hash << 64 | session << 32 | chunk`: one chunk of one anchor's postings in a session.
+/// `anchor_hash << 64 | session << 32 | turn`: the row of an anchor's postings that starts at
+/// that turn of that session (`super::lists`).
 pub fn posting_key(anchor_hash: u64, session: u32, chunk: u32) -> u128 {
     (u128::from(anchor_hash) << 64) | (u128::from(session) << 32) | u128::from(chunk)
 }
@@ -52,11 +53,6 @@ pub fn posting_key(anchor_hash: u64, session: u32, chunk: u32) -> u128 {
 /// Splits a [`posting_key`] into `(anchor_hash, session, chunk)`.
 pub fn split_posting_key(key: u128) -> (u64, u32, u32) {
     ((key >> 64) as u64, (key >> 32) as u32, key as u32)
-}
-
-/// Every [`posting_key`] of one anchor's list in one session.
-pub fn list_range(anchor_hash: u64, session: u32) -> std::ops::RangeInclusive<u128> {
-    posting_key(anchor_hash, session, 0)..=posting_key(anchor_hash, session, u32::MAX)
 }
 
 /// Every [`posting_key`] of one anchor, in every session.

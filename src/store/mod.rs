@@ -10,7 +10,8 @@
 //! | `text_dictionaries` | dictionary id | XXH3 of the bytes, then a zstd dictionary trained on the index's turns (`turn_text`) |
 //! | `pending` | block key | postcard `ForwardRecord` of a turn not yet folded: anchor hashes with per-side tf, side lengths |
 //! | `terms` | anchor hash | document frequency over folded blocks |
-//! | `postings` | `hash << 64 \| session << 32 \| chunk` | a chunk of ≤128 postings, delta + varint |
+//! | `postings` | `hash << 64 \| session << 32 \| turn` of the row's first posting | a row of ≤128 postings of the anchor over consecutive sessions, a segment per session, delta + varint (`postings`, `lists`) |
+//! | `norms` | block key of a turn numbered a multiple of 4096 | two one-byte side-length norms a folded turn (`norms`) |
 //! | `posting_run_files` | run id | `(offset, length, checksum)` of an import batch's run in the run file `INDEX.runs`; empty outside an import |
 //! | `posting_runs` | `run << 64 \| hash` | an import batch's postings of one anchor, as builds before the run file wrote runs; read only to merge runs such a build left |
 //! | `evidence` | evidence id | postcard `EvidenceRecord`: ref, kind, digest, sizes, projection, anchors |
@@ -28,7 +29,7 @@
 //! one durable commit, whatever the size of the index. Rewriting the ~100 posting
 //! lists and document frequencies a turn touches would copy ~100 pages per commit (4–8 ms,
 //! DESIGN §6.8). Instead, when [`FOLD_BATCH`] turns are pending, one transaction folds them
-//! into the posting chunks and `terms`, rewriting each list's tail chunk once per batch.
+//! into the posting rows and `terms`, rewriting each anchor's tail row once per batch.
 //! Readers combine both: document frequencies and N are folded + pending, and recall scores the
 //! pending turns of a session from their `pending` rows, which the fold deletes (a folded turn's
 //! anchors are in the postings, and can be derived again from its text). Every write is one redb transaction, so
@@ -37,8 +38,8 @@
 //! A bulk import of more than one batch does not fold each batch into the lists: it writes
 //! each batch's postings as a run, in key order, to a file beside the index (module
 //! `run_file`), and merges the runs into the lists at its end (module `runs`). Rows a bulk
-//! write has in key order (a batch's turns, the merged chunks) go in through one redb cursor,
-//! a leaf at a time (module `sorted`).
+//! write has in key order (a batch's turns) go in through one redb cursor, a leaf at a time
+//! (module `sorted`).
 //!
 //! # Sharing the file
 //! Every open uses redb's multi-writer mode (docs/DESIGN.md §6.10), but `rebuild`'s source
@@ -63,6 +64,7 @@ pub(crate) mod postings;
 pub(crate) mod records;
 mod run_file;
 mod runs;
+mod norms;
 mod sorted;
 mod source_index;
 mod tables;
@@ -76,6 +78,7 @@ pub use format::FORMAT_VERSION;
 pub use index_lock::{IndexLock, real_path};
 pub use keys::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
+pub use norms::{NormRows, Norms};
 pub use postings::Posting;
 pub use runs::{Merged, NextRun, WrittenRun};
 pub use source_index::SourceIndex;
@@ -90,7 +93,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tables::{
-    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, IMPORT_CHECKPOINTS, META, PENDING, POSTINGS, POSTINGS_REWRITE,
+    EVIDENCE, EVIDENCE_POSTINGS, EVIDENCE_REFS, EVIDENCE_TERMS, IMPORT_CHECKPOINTS, META, NORMS, PENDING, POSTINGS, POSTINGS_REWRITE,
     RUN_FILES, RUNS, SESSION_NAMES, SESSIONS, TERMS, TEXT_DICTIONARIES, TURNS,
 };
 use view::Tables;
@@ -438,6 +441,7 @@ impl Store {
             txn.open_table(TEXT_DICTIONARIES)?;
             txn.open_table(TERMS)?;
             txn.open_table(POSTINGS)?;
+            txn.open_table(NORMS)?;
             create_evidence_tables(&txn)?;
         }
         txn.commit()?;
@@ -504,6 +508,7 @@ impl Store {
                 dictionaries: open_ours(&txn, TEXT_DICTIONARIES, path)?,
                 terms: open_ours(&txn, TERMS, path)?,
                 postings: open_ours(&txn, POSTINGS, path)?,
+                norms: open_ours(&txn, NORMS, path)?,
                 evidence: open_ours(&txn, EVIDENCE, path)?,
                 evidence_refs: open_ours(&txn, EVIDENCE_REFS, path)?,
                 evidence_postings: open_ours(&txn, EVIDENCE_POSTINGS, path)?,
@@ -547,6 +552,7 @@ impl Store {
                 dictionaries: txn.open_table(TEXT_DICTIONARIES).map_err(Error::from)?,
                 terms: txn.open_table(TERMS).map_err(Error::from)?,
                 postings: txn.open_table(POSTINGS).map_err(Error::from)?,
+                norms: txn.open_table(NORMS).map_err(Error::from)?,
                 evidence: txn.open_table(EVIDENCE).map_err(Error::from)?,
                 evidence_refs: txn.open_table(EVIDENCE_REFS).map_err(Error::from)?,
                 evidence_postings: txn.open_table(EVIDENCE_POSTINGS).map_err(Error::from)?,
@@ -667,7 +673,7 @@ fn create_evidence_tables(txn: &redb::WriteTransaction) -> Result<(), Error> {
 }
 
 /// The tables every index of this format is created with.
-const CORE_TABLES: [&str; 12] = [
+const CORE_TABLES: [&str; 13] = [
     "meta",
     "session_names",
     "sessions",
@@ -676,6 +682,7 @@ const CORE_TABLES: [&str; 12] = [
     "text_dictionaries",
     "terms",
     "postings",
+    "norms",
     "evidence",
     "evidence_refs",
     "evidence_postings",

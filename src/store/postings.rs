@@ -1,28 +1,30 @@
-//! Posting chunks: one anchor's postings within one session, delta + varint encoded.
+//! Postings, delta + varint encoded: rows of the `postings` table, and chunks of an import's
+//! run file.
 //!
-//! A chunk holds at most [`CHUNK_CAPACITY`] postings in ascending turn order:
+//! A posting is a turn id and the anchor's term frequency on each side of that turn:
 //! ```text
-//! varint count | varint last_turn | posting*
-//! posting = varint (turn_delta << 2 | kind) | [tf] | [norm_user u8] | [norm_assistant u8]
+//! posting = varint (turn_delta << 2 | kind) | [tf]
 //! kind    = 0: tf (0, 1) | 1: tf (1, 0) | 2: tf (0, 2) | 3: tf follows
 //! tf      = u8 (tf_user << 4 | tf_assistant), when both are below 15
 //!         | 0xFF varint tf_user varint tf_assistant
 //! ```
-//! A side's norm is there only when its tf is not 0: BM25 scores a side without the anchor 0
-//! whatever its length, and most anchors of a turn occur on one side only. The three commonest
-//! term-frequency pairs ride in the delta's varint: measured on the generated 100k corpus, 67%
-//! of postings are (0, 1), 24% (1, 0), 4% (0, 2), and 83% of deltas are below 32, so most
-//! postings take two bytes (delta and kind, one norm) instead of three (format 2; format 1
-//! stored a tf byte and both norms always).
-//! The first posting's delta is its turn id. Side lengths (BM25's document lengths) are stored
-//! as one-byte norms ([`encode_norm`]: exact below 16, then 3 mantissa bits, ~12% steps), as
-//! search engines store field norms: length normalization needs the scale, not the digit, and
-//! a posting takes ~4 bytes instead of ~7. The header's `last_turn` lets
-//! [`ChunkBuilder::from_chunk`] continue a chunk without decoding its body, so folding a batch
-//! rewrites only each list's tail chunk.
+//! The three commonest term-frequency pairs ride in the delta's varint: measured on the
+//! generated 100k corpus, 67% of postings are (0, 1), 24% (1, 0), 4% (0, 2), and 83% of deltas
+//! are below 32, so most postings take one byte. The first posting's delta is its turn id.
+//! Side lengths (BM25's document lengths) are not in postings: they are per turn, stored once
+//! a turn in the `norms` table ([`super::norms`]) as one-byte norms ([`encode_norm`]: exact
+//! below 16, then 3 mantissa bits, ~12% steps), as search engines store field norms. Decoded
+//! postings have lengths 0 until filled from there. (Format 2 kept a norm in every posting,
+//! a third of the postings table; format 1 also a tf byte and both norms always.)
+//!
+//! A *row* ([`encode_row`]) holds up to [`ROW_CAPACITY`] postings of one anchor, one segment
+//! per session. A *chunk* (run files) holds one session's postings:
+//! ```text
+//! chunk = varint count | varint last_turn | posting*
+//! ```
 //! Decoding never trusts the bytes: corrupt input is an error, not a panic.
 
-/// Postings per chunk: keeps a chunk well inside one 4 KiB page (~6 bytes a posting).
+/// Postings per chunk of a run file.
 pub const CHUNK_CAPACITY: u32 = 128;
 
 pub use crate::types::Posting;
@@ -49,8 +51,7 @@ pub fn encode(postings: &[Posting]) -> Vec<u8> {
     with_header(postings.len() as u32, previous, &body)
 }
 
-/// Builds chunks by appending postings in turn order: the tail chunk of a list is parsed once
-/// and extended in place, however many postings a fold adds to it.
+/// Builds a chunk by appending postings in turn order.
 #[derive(Debug, Default)]
 pub struct ChunkBuilder {
     count: u32,
@@ -70,14 +71,6 @@ impl ChunkBuilder {
         ChunkBuilder { body: Vec::with_capacity(bytes), ..Self::default() }
     }
 
-    /// Continues an encoded chunk.
-    pub fn from_chunk(chunk: &[u8]) -> Result<Self, CorruptChunk> {
-        let mut reader = Reader::new(chunk);
-        let count = reader.varint()?;
-        let last_turn = reader.varint()?;
-        Ok(ChunkBuilder { count, last_turn, body: reader.rest().to_vec() })
-    }
-
     /// Empties the chunk, keeping its buffer for the next one.
     pub fn clear(&mut self) {
         self.count = 0;
@@ -85,12 +78,8 @@ impl ChunkBuilder {
         self.body.clear();
     }
 
-    /// True when the chunk holds no posting.
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
     /// True when the chunk holds [`CHUNK_CAPACITY`] postings.
+    #[cfg(test)]
     pub fn is_full(&self) -> bool {
         self.count >= CHUNK_CAPACITY
     }
@@ -108,6 +97,7 @@ impl ChunkBuilder {
     }
 
     /// The encoded chunk.
+    #[cfg(test)]
     pub fn finish(&self) -> Vec<u8> {
         with_header(self.count, self.last_turn, &self.body)
     }
@@ -150,34 +140,44 @@ pub fn encode_list<'p>(
     Ok(chunks)
 }
 
-/// A chunk's header: how many postings it holds and its last turn, read without the body,
-/// so a reader can step over a chunk that ends before the turn it looks for.
-pub fn header(chunk: &[u8]) -> Result<(u32, u32), CorruptChunk> {
-    let mut reader = Reader::new(chunk);
-    Ok((reader.varint()?, reader.varint()?))
-}
-
 /// Decodes a chunk, calling `emit` for each posting in turn order.
 pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), CorruptChunk> {
     let mut reader = Reader::new(chunk);
     let count = reader.varint()?;
     let last_turn = reader.varint()?;
+    let turn = decode_postings(&mut reader, count, &mut emit)?;
+    if reader.offset != chunk.len() {
+        return Err(CorruptChunk { offset: reader.offset });
+    }
+    // The header must be the truth: a builder continues a chunk by it.
+    if count > 0 && turn != last_turn {
+        return Err(CorruptChunk { offset: 0 });
+    }
+    Ok(())
+}
+
+/// Decodes `count` postings from `reader` (the first delta is the turn itself); returns the
+/// last turn (0 for none).
+#[inline]
+fn decode_postings(
+    reader: &mut Reader<'_>,
+    count: u32,
+    emit: &mut impl FnMut(Posting),
+) -> Result<u32, CorruptChunk> {
+    let bytes = reader.bytes;
     let mut turn = 0u32;
     for _ in 0..count {
-        // Most postings are two bytes: a one-byte head naming a common pair, then one norm.
+        // Most postings are one byte: a small delta and a common pair.
         let at = reader.offset;
-        if let (Some(&head), Some(&norm)) = (chunk.get(at), chunk.get(at + 1))
+        if let Some(&head) = bytes.get(at)
             && head < 0x80
             && u64::from(head & 3) != KIND_TF_FOLLOWS
         {
-            reader.offset = at + 2;
+            reader.offset = at + 1;
             let delta = u32::from(head >> 2);
-            // The first delta is the turn itself, added to 0.
             turn = turn.checked_add(delta).ok_or(CorruptChunk { offset: at })?;
             let (tf_user, tf_assistant) = COMMON_PAIRS[usize::from(head & 3)];
-            let len = decode_norm(norm);
-            let (len_user, len_assistant) = if tf_user > 0 { (len, 0) } else { (0, len) };
-            emit(Posting { turn, tf_user, tf_assistant, len_user, len_assistant });
+            emit(Posting { turn, tf_user, tf_assistant, len_user: 0, len_assistant: 0 });
             continue;
         }
         let head = reader.varint35()?;
@@ -192,18 +192,100 @@ pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), Corrupt
                 tf => (u32::from(tf >> 4), u32::from(tf & 0xF)),
             },
         };
-        let len_user = if tf_user == 0 { 0 } else { decode_norm(reader.byte()?) };
-        let len_assistant = if tf_assistant == 0 { 0 } else { decode_norm(reader.byte()?) };
-        emit(Posting { turn, tf_user, tf_assistant, len_user, len_assistant });
+        emit(Posting { turn, tf_user, tf_assistant, len_user: 0, len_assistant: 0 });
     }
-    if reader.offset != chunk.len() {
-        return Err(CorruptChunk { offset: reader.offset });
+    Ok(turn)
+}
+
+/// Postings per row of the `postings` table: a row keeps well inside one 4 KiB page.
+pub const ROW_CAPACITY: usize = CHUNK_CAPACITY as usize;
+
+/// Encodes one row of the `postings` table: `entries` (`(session, posting)`, ascending by
+/// session then turn, not empty) as segments, one per session:
+/// ```text
+/// row     = segment+
+/// segment = varint session_delta | varint count | posting{count}
+/// ```
+/// The first segment's session delta is 0: its session is the row key's. Each segment's first
+/// posting delta is its turn. Appends to `out`.
+pub fn encode_row(entries: &[(u32, Posting)], out: &mut Vec<u8>) {
+    let mut previous_session = entries.first().map_or(0, |e| e.0);
+    for segment in entries.chunk_by(|a, b| a.0 == b.0) {
+        let session = segment[0].0;
+        write_varint(out, session - previous_session);
+        write_varint(out, segment.len() as u32);
+        let mut previous_turn = 0;
+        for (_, p) in segment {
+            encode_posting(out, p.turn - previous_turn, p);
+            previous_turn = p.turn;
+        }
+        previous_session = session;
     }
-    // Readers step over chunks by this header (`PostingCursor::seek`): it must be the truth.
-    if count > 0 && turn != last_turn {
+}
+
+/// Decodes a row stored under the key `(session, first_turn)` (its first posting), calling
+/// `emit(session, posting)` for each posting in `(session, turn)` order. Checks that the key is
+/// the row's first posting and that the order is strict.
+pub fn decode_row(
+    key: (u32, u32),
+    row: &[u8],
+    mut emit: impl FnMut(u32, Posting),
+) -> Result<(), CorruptChunk> {
+    decode_row_until(key, row, u32::MAX, &mut emit)
+}
+
+/// Like [`decode_row`], for the postings of sessions up to `last_session` only: stops at the
+/// first segment after it.
+pub fn decode_row_until(
+    key: (u32, u32),
+    row: &[u8],
+    last_session: u32,
+    emit: &mut impl FnMut(u32, Posting),
+) -> Result<(), CorruptChunk> {
+    let mut reader = Reader::new(row);
+    let mut session = key.0;
+    let mut first = true;
+    while !reader.is_done() {
+        let at = reader.offset;
+        let delta = reader.varint()?;
+        if first != (delta == 0) {
+            return Err(CorruptChunk { offset: at });
+        }
+        session = session.checked_add(delta).ok_or(CorruptChunk { offset: at })?;
+        if session > last_session {
+            return Ok(());
+        }
+        let count = reader.varint()?;
+        if count == 0 {
+            return Err(CorruptChunk { offset: at });
+        }
+        let mut previous: Option<u32> = None;
+        let mut bad = None;
+        decode_postings(&mut reader, count, &mut |p: Posting| {
+            let in_order = previous.is_none_or(|t| p.turn > t);
+            let keyed = !first || previous.is_some() || p.turn == key.1;
+            if !(in_order && keyed) {
+                bad.get_or_insert(CorruptChunk { offset: at });
+            }
+            previous = Some(p.turn);
+            emit(session, p);
+        })?;
+        if let Some(bad) = bad {
+            return Err(bad);
+        }
+        first = false;
+    }
+    if first {
         return Err(CorruptChunk { offset: 0 });
     }
     Ok(())
+}
+
+/// Postings in a row (decoding it all).
+pub fn row_len(key: (u32, u32), row: &[u8]) -> Result<u64, CorruptChunk> {
+    let mut n = 0u64;
+    decode_row(key, row, |_, _| n += 1)?;
+    Ok(n)
 }
 
 fn encode_posting(out: &mut Vec<u8>, delta: u32, p: &Posting) {
@@ -226,14 +308,6 @@ fn encode_posting(out: &mut Vec<u8>, delta: u32, p: &Posting) {
             at = put_varint(&mut bytes, at + 1, u64::from(p.tf_user));
             at = put_varint(&mut bytes, at, u64::from(p.tf_assistant));
         }
-    }
-    if p.tf_user > 0 {
-        bytes[at] = encode_norm(p.len_user);
-        at += 1;
-    }
-    if p.tf_assistant > 0 {
-        bytes[at] = encode_norm(p.len_assistant);
-        at += 1;
     }
     // All of it, then back to the end: a copy of fixed length is two moves, where one of the
     // encoded length was a call to `memcpy`.
@@ -308,6 +382,7 @@ pub fn quantize_len(len: u32) -> u32 {
     decode_norm(encode_norm(len))
 }
 
+#[cfg(test)]
 fn with_header(count: u32, last_turn: u32, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 8);
     write_varint(&mut out, count);
@@ -396,9 +471,6 @@ impl<'a> Reader<'a> {
         self.offset >= self.bytes.len()
     }
 
-    fn rest(&self) -> &'a [u8] {
-        self.bytes.get(self.offset..).unwrap_or_default()
-    }
 }
 
 #[cfg(test)]
@@ -406,14 +478,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A posting as decoding gives it: lengths come from the `norms` table.
     fn posting(turn: u32, tf_user: u32) -> Posting {
-        Posting::new(turn, tf_user, 1, 12, quantize_len(300))
+        Posting::new(turn, tf_user, 1, 0, 0)
     }
 
     fn decode_all(chunk: &[u8]) -> Vec<Posting> {
         let mut out = Vec::new();
         decode(chunk, |p| out.push(p)).unwrap();
         out
+    }
+
+    fn row_of(entries: &[(u32, Posting)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_row(entries, &mut out);
+        out
+    }
+
+    fn decode_row_all(key: (u32, u32), row: &[u8]) -> Result<Vec<(u32, Posting)>, CorruptChunk> {
+        let mut out = Vec::new();
+        decode_row(key, row, |s, p| out.push((s, p)))?;
+        Ok(out)
     }
 
     #[test]
@@ -425,25 +510,7 @@ mod tests {
         }
         assert_eq!(builder.finish(), encode(&postings));
         assert_eq!(decode_all(&builder.finish()), postings);
-    }
-
-    #[test]
-    fn builder_continues_a_chunk() {
-        let postings: Vec<Posting> = [5, 9, 200, 201].iter().map(|&t| posting(t, 2)).collect();
-        let mut builder = ChunkBuilder::from_chunk(&encode(&postings[..2])).unwrap();
-        for p in &postings[2..] {
-            builder.push(p).unwrap();
-        }
-        assert_eq!(builder.finish(), encode(&postings));
-        assert!(builder.push(&posting(201, 1)).is_err(), "turns must increase");
-        assert!(!builder.is_full());
-    }
-
-    #[test]
-    fn a_chunk_fills_at_capacity() {
-        let postings: Vec<Posting> = (0..CHUNK_CAPACITY).map(|t| posting(t, 1)).collect();
-        let builder = ChunkBuilder::from_chunk(&encode(&postings)).unwrap();
-        assert!(builder.is_full());
+        assert!(builder.push(&posting(70_000, 1)).is_err(), "turns must increase");
     }
 
     #[test]
@@ -471,22 +538,55 @@ mod tests {
 
     /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
     #[test]
-    fn a_side_without_the_anchor_stores_no_norm() {
+    fn a_posting_stores_no_length() {
         let postings = [Posting::new(3, 2, 0, 40, 500), Posting::new(5, 0, 1, 40, 480), Posting::new(9, 1, 1, 7, 20)];
         let chunk = encode(&postings);
-        // count, last turn | delta and kind "tf follows", tf, norm user | delta and kind (0, 1),
-        // norm assistant | delta and kind "tf follows", tf, both norms.
-        assert_eq!(
-            chunk,
-            [3, 9, 3 << 2 | 3, 0x20, encode_norm(40), 2 << 2, encode_norm(480), 4 << 2 | 3, 0x11, 7, encode_norm(20)]
-        );
-        // The commonest pairs take no tf byte.
+        // count, last turn | delta and kind "tf follows", tf | delta and kind (0, 1) | delta and
+        // kind "tf follows", tf.
+        assert_eq!(chunk, [3, 9, 3 << 2 | 3, 0x20, 2 << 2, 4 << 2 | 3, 0x11]);
+        // The commonest pairs take one byte.
         let common = [Posting::new(1, 0, 1, 0, 30), Posting::new(2, 1, 0, 5, 0), Posting::new(3, 0, 2, 0, 9)];
-        assert_eq!(encode(&common), [3, 3, 1 << 2, encode_norm(30), 1 << 2 | 1, 5, 1 << 2 | 2, 9]);
-        assert_eq!(decode_all(&encode(&common)), common);
+        assert_eq!(encode(&common), [3, 3, 1 << 2, 1 << 2 | 1, 1 << 2 | 2]);
         let decoded = decode_all(&chunk);
-        assert_eq!(decoded, postings);
-        assert_eq!((decoded[0].len_assistant, decoded[1].len_user), (0, 0), "absent sides have no length");
+        assert!(decoded.iter().all(|p| (p.len_user, p.len_assistant) == (0, 0)), "lengths are not stored");
+        let tfs: Vec<(u32, u32, u32)> = decoded.iter().map(|p| (p.turn, p.tf_user, p.tf_assistant)).collect();
+        assert_eq!(tfs, [(3, 2, 0), (5, 0, 1), (9, 1, 1)]);
+    }
+
+    /// Golden bytes of a row that spans sessions: if this fails, bump FORMAT_VERSION.
+    #[test]
+    fn a_row_holds_a_segment_per_session() {
+        let entries = [(4, posting(7, 0)), (4, posting(9, 0)), (6, posting(2, 1))];
+        let row = row_of(&entries);
+        // session delta 0, two postings (turn 7, then +2, both (0, 1)) | session delta 2, one
+        // posting (turn 2, tf follows).
+        assert_eq!(row, [0, 2, 7 << 2, 2 << 2, 2, 1, 2 << 2 | 3, 0x11]);
+        assert_eq!(decode_row_all((4, 7), &row), Ok(entries.to_vec()));
+        // Only sessions up to 4.
+        let mut upto = Vec::new();
+        assert!(decode_row_until((4, 7), &row, 4, &mut |s, p| upto.push((s, p))).is_ok());
+        assert_eq!(upto, entries[..2]);
+        assert_eq!(row_len((4, 7), &row), Ok(3));
+    }
+
+    #[test]
+    fn a_row_must_agree_with_its_key() {
+        let row = row_of(&[(4, posting(7, 0)), (6, posting(2, 1))]);
+        assert!(decode_row_all((4, 8), &row).is_err(), "first turn is not the key's");
+        assert!(decode_row_all((3, 7), &row).is_ok(), "the key's session is where deltas start");
+        assert!(decode_row_all((4, 7), &[]).is_err(), "an empty row");
+        // A second segment of the same session, and an empty segment.
+        assert!(decode_row_all((4, 7), &[0, 1, 7 << 2 | 3, 0x01, 0, 1, 9 << 2 | 3, 0x01]).is_err());
+        assert!(decode_row_all((4, 7), &[0, 0]).is_err());
+        // Turns that do not increase within a segment.
+        assert!(decode_row_all((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01]).is_err());
+        // Cut short: an error, or (at a segment's end) the segments before the cut.
+        let whole = decode_row_all((4, 7), &row);
+        for cut in 1..row.len() {
+            if let Ok(part) = decode_row_all((4, 7), &row[..cut]) {
+                assert!(whole.as_ref().is_ok_and(|w| w.starts_with(&part) && part.len() < w.len()), "{cut}");
+            }
+        }
     }
 
     #[test]
@@ -499,8 +599,7 @@ mod tests {
         let mut trailing = chunk.clone();
         trailing.push(0);
         assert!(decode(&trailing, |_| {}).is_err());
-        // A header whose last turn is not the body's: readers skip chunks by it.
-        assert_eq!(header(&chunk), Ok((2, 5)));
+        // A header whose last turn is not the body's.
         let mut understated = chunk.clone();
         understated[1] = 4;
         assert!(decode(&understated, |_| {}).is_err());
@@ -527,13 +626,7 @@ mod tests {
     #[test]
     fn the_widest_postings_round_trip() -> Result<(), CorruptChunk> {
         // Five-byte varints everywhere a varint goes: the longest a posting encodes to.
-        let wide = |turn| Posting {
-            turn,
-            tf_user: u32::MAX,
-            tf_assistant: u32::MAX - 1,
-            len_user: quantize_len(u32::MAX),
-            len_assistant: quantize_len(1 << 30),
-        };
+        let wide = |turn| Posting { turn, tf_user: u32::MAX, tf_assistant: u32::MAX - 1, len_user: 0, len_assistant: 0 };
         let postings = [wide(1 << 28), wide(u32::MAX)];
         assert_eq!(decode_all(&encode(&postings)), postings);
         let mut chunk = ChunkBuilder::new();
@@ -543,23 +636,34 @@ mod tests {
             chunk.push(p)?;
         }
         assert_eq!(chunk.finish(), encode(&postings), "a cleared builder starts a new chunk");
+        let entries = [(0, wide(1 << 28)), (u32::MAX, wide(u32::MAX))];
+        assert_eq!(decode_row_all((0, 1 << 28), &row_of(&entries)), Ok(entries.to_vec()));
         Ok(())
     }
 
     proptest! {
         #[test]
-        fn round_trip(deltas in proptest::collection::vec((1u32..5000, 0u32..50, 0u32..50), 0..128)) {
-            let mut turn = 0;
-            let postings: Vec<Posting> = deltas.iter().enumerate().map(|(i, &(d, tu, ta))| {
-                turn = if i == 0 { d - 1 } else { turn + d };
-                Posting::new(turn, tu, ta, quantize_len(tu * 3 + 1), quantize_len(ta * 7 + 1))
+        fn round_trip(deltas in proptest::collection::vec((1u32..5000, 0u32..3, 0u32..50, 0u32..50), 1..300)) {
+            let (mut session, mut turn) = (0, 0);
+            let entries: Vec<(u32, Posting)> = deltas.iter().enumerate().map(|(i, &(d, next_session, tu, ta))| {
+                if i > 0 && next_session > 0 {
+                    session += next_session;
+                    turn = d - 1;
+                } else {
+                    turn = if i == 0 { d - 1 } else { turn + d };
+                }
+                (session, Posting::new(turn, tu, ta, 0, 0))
             }).collect();
+            let postings: Vec<Posting> = entries.iter().filter(|e| e.0 == 0).map(|e| e.1).collect();
             prop_assert_eq!(decode_all(&encode(&postings)), postings);
+            let key = (entries[0].0, entries[0].1.turn);
+            prop_assert_eq!(decode_row_all(key, &row_of(&entries)), Ok(entries));
         }
 
         #[test]
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode(&bytes, |_| {});
+            let _ = decode_row_all((1, 2), &bytes);
         }
     }
 }

@@ -7,15 +7,15 @@
 //! file (`super::run_file`; ctxgate before it appended runs to the `posting_runs` table, and
 //! still merges those). When the import ends,
 //! [`read_lists`] reads the runs side by side in anchor order, on a thread of its own, and
-//! [`store_lists`] appends each session's list to `postings` once, in key order, through one
-//! cursor (external sorting, as search engines merge their segments).
+//! [`store_lists`] appends each session's list to `postings` once, in key order (external
+//! sorting, as search engines merge their segments).
 //!
-//! A run's value holds, session by session, the list already cut into chunks of at most
-//! [`CHUNK_CAPACITY`] postings, so the merge stores bytes without decoding them:
+//! A run's value holds, session by session, the list cut into chunks of at most
+//! [`CHUNK_CAPACITY`] postings ([`super::postings`]' chunk encoding):
 //! ```text
 //! value = (varint session | varint chunks | (varint chunk_len | chunk)*)*
 //! ```
-//! A list that spans runs keeps one chunk per run piece; `compact` packs such loose chunks.
+//! The merge decodes them and appends them to the anchors' rows ([`AnchorWriter`]).
 //!
 //! Everything but the postings is written by the batch itself: turns, document frequencies
 //! and N are exact after every commit. Queries read the lists, not the runs: the import merges
@@ -26,15 +26,13 @@
 
 use super::error::{Error, corrupt};
 use super::grouped::{Grouped, NewBlock, for_each_list};
-use super::keys::{list_range, posting_key, run_key, split_posting_key, split_run_key};
-use super::lists::PostingsTable;
+use super::keys::{run_key, split_run_key};
+use super::lists::{AnchorWriter, PostingsTable};
 use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
 use super::run_file::{RunBytes, RunReader, RunSpan};
-use super::sorted::Gap;
 use redb::{AccessGuard, Range, ReadableTable};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::ops::Bound;
 use std::path::PathBuf;
 
 /// What a merge did.
@@ -44,7 +42,7 @@ pub struct Merged {
     pub runs: u32,
     /// Lists (anchor, session) appended to.
     pub lists: u64,
-    /// Chunks stored.
+    /// Rows of the `postings` table stored (new or rewritten).
     pub chunks: u64,
 }
 
@@ -338,52 +336,46 @@ pub(super) fn read_lists(
     Ok(merge.cursors.len() as u32)
 }
 
-/// Appends the lists to `postings`, each after its last stored chunk. Returns `(lists,
-/// chunks)` stored.
-///
-/// The chunks go in through one cursor in ascending key order (see `super::sorted`), which
-/// moves only when a stored entry lies before the next list's end: into an empty table, never.
+/// Appends the lists to `postings`, each after its stored postings, anchor by anchor through
+/// [`AnchorWriter`]. Returns `(lists, rows)` stored.
 pub(super) fn store_lists(
     postings: &mut PostingsTable<'_>,
     stretches: impl IntoIterator<Item = Lists>,
 ) -> Result<(u64, u64), Error> {
-    let (mut lists, mut chunks) = (0u64, 0u64);
-    let mut cursor = postings.lower_bound_mut(Bound::<u128>::Unbounded)?;
-    let mut gap = Gap::of(&mut cursor)?;
+    let (mut lists, mut rows) = (0u64, 0u64);
+    let mut writer: Option<AnchorWriter> = None;
+    let mut decoded = Vec::new();
     for stretch in stretches {
         let mut ends = stretch.ends.iter();
         let mut start = 0;
         for &(hash, session, count) in &stretch.lists {
-            let range = list_range(hash, session);
-            if gap.after.is_some_and(|next| next <= *range.end()) {
-                // Stored entries come first, maybe chunks of this list: to the list's end.
-                cursor.close()?;
-                cursor = postings.lower_bound_mut(Bound::Included(*range.end()))?;
-                gap = Gap::of(&mut cursor)?;
-            }
-            // The gap's neighbours were stored before this merge, so a list's stored chunks
-            // end just before it, when it has any.
-            let mut chunk_no = match gap.before.filter(|key| range.contains(key)) {
-                Some(last) => next_chunk(split_posting_key(last).2)?,
-                None => 0,
+            let writer = match &mut writer {
+                Some(w) if w.hash() == hash => w,
+                _ => {
+                    if let Some(mut done) = writer.take() {
+                        done.finish(postings)?;
+                        rows += done.rows();
+                    }
+                    writer.insert(AnchorWriter::new(hash))
+                }
             };
+            decoded.clear();
             for &end in ends.by_ref().take(count as usize) {
                 let chunk =
                     stretch.bytes.get(start..end).ok_or_else(|| corrupt("merged lists", "bad bounds"))?;
-                cursor.insert_before(posting_key(hash, session, chunk_no), chunk)?;
-                chunk_no = next_chunk(chunk_no)?;
+                postings::decode(chunk, |p| decoded.push(p))
+                    .map_err(|e| corrupt(format!("run chunk of {hash:x}/{session}"), e))?;
                 start = end;
-                chunks += 1;
             }
+            writer.append(postings, session, decoded.iter().copied())?;
             lists += 1;
         }
     }
-    cursor.close()?;
-    Ok((lists, chunks))
-}
-
-fn next_chunk(chunk_no: u32) -> Result<u32, Error> {
-    chunk_no.checked_add(1).ok_or_else(|| corrupt("posting list", "too many chunks"))
+    if let Some(mut done) = writer {
+        done.finish(postings)?;
+        rows += done.rows();
+    }
+    Ok((lists, rows))
 }
 
 #[cfg(test)]
@@ -547,20 +539,20 @@ mod tests {
         let expected = lists(&folded)?;
         assert_eq!(lists(&runs)?, expected);
         assert!(expected.iter().any(|(_, _, list)| list.len() > 300), "a list longer than a chunk");
-        // Chunks numbered from 0 without gaps, none over capacity.
-        let mut previous: Option<(u64, u32, u32)> = None;
-        runs.read()?.for_each_chunk(|hash, session, chunk, bytes| {
-            let next = match previous {
-                Some((h, s, c)) if (h, s) == (hash, session) => c + 1,
-                _ => 0,
-            };
-            assert_eq!(chunk, next, "{hash}/{session}");
-            let mut n = 0;
-            assert!(postings::decode(bytes, |_| n += 1).is_ok());
-            assert!(n <= CHUNK_CAPACITY);
-            previous = Some((hash, session, chunk));
+        // Rows keyed by their first posting (decode_row checks it), none over capacity, and
+        // rows that span sessions.
+        let mut spanning = 0;
+        runs.read()?.for_each_row(|_, key, bytes| {
+            let mut sessions = BTreeSet::new();
+            assert!(postings::decode_row(key, bytes, |s, _| {
+                sessions.insert(s);
+            })
+            .is_ok());
+            assert!(postings::row_len(key, bytes).is_ok_and(|n| n <= postings::ROW_CAPACITY as u64));
+            spanning += usize::from(sessions.len() > 1);
             true
         })?;
+        assert!(spanning > 0, "rows hold several sessions' postings");
         Ok(())
     }
 
@@ -627,8 +619,8 @@ mod tests {
         write_batch(&runs, &more, true)?;
         runs.write(|view| view.remove_sessions(&[1], |_| (0, 0)))?;
         assert_eq!(runs_left(&runs)?, 0);
-        runs.read()?.for_each_chunk(|_, session, _, _| {
-            assert_ne!(session, 1, "a chunk of the removed session");
+        runs.read()?.for_each_row(|_, key, bytes| {
+            assert!(postings::decode_row(key, bytes, |session, _| assert_ne!(session, 1)).is_ok());
             true
         })?;
         Ok(())

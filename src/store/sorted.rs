@@ -10,11 +10,10 @@ use super::error::Error;
 use redb::{CursorMut, Key, Table, Value};
 use std::ops::Bound;
 
-/// The stored keys on either side of a cursor's gap when it was placed there. The cursor's own
-/// inserts go in between, so they stay the gap's neighbours among the stored keys.
-pub(super) struct Gap<K> {
-    pub before: Option<K>,
-    pub after: Option<K>,
+/// The stored key after a cursor's gap when it was placed there. The cursor's own inserts go
+/// before it, so it stays the gap's neighbour among the stored keys.
+struct Gap<K> {
+    after: Option<K>,
 }
 
 impl<K> Gap<K>
@@ -22,10 +21,9 @@ where
     K: Key + for<'a> Value<SelfType<'a> = K> + 'static,
 {
     /// The gap `cursor` stands in.
-    pub fn of(cursor: &mut CursorMut<'_, K, &'static [u8]>) -> Result<Self, Error> {
-        let before = cursor.peek_prev()?.map(|(key, _)| key.value());
+    fn of(cursor: &mut CursorMut<'_, K, &'static [u8]>) -> Result<Self, Error> {
         let after = cursor.peek_next()?.map(|(key, _)| key.value());
-        Ok(Gap { before, after })
+        Ok(Gap { after })
     }
 }
 

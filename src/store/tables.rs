@@ -21,6 +21,9 @@ pub const PENDING: TableDefinition<u64, &[u8]> = TableDefinition::new("pending")
 pub const TERMS: TableDefinition<u64, u64> = TableDefinition::new("terms");
 /// Posting key -> posting chunk ([`super::postings`]).
 pub const POSTINGS: TableDefinition<u128, &[u8]> = TableDefinition::new("postings");
+/// Block key of a turn whose number is a multiple of [`super::norms::ROW_TURNS`] -> two norm
+/// bytes (user, assistant side length) for each folded turn from there on ([`super::norms`]).
+pub const NORMS: TableDefinition<u64, &[u8]> = TableDefinition::new("norms");
 /// Scratch copy of [`POSTINGS`] while [`super::Store::rewrite_postings_in_key_order`] runs;
 /// renamed to `postings` in the same transaction, so a committed file never holds it.
 pub const POSTINGS_REWRITE: TableDefinition<u128, &[u8]> = TableDefinition::new("postings_rewrite");

@@ -9,7 +9,7 @@ pub struct Removed {
     pub turns: u64,
     /// Of them, pending (not yet folded) turns.
     pub pending: u64,
-    /// Posting chunks deleted.
+    /// Posting rows deleted or rewritten (a row can hold other sessions' postings too).
     pub chunks: u64,
     /// Postings deleted.
     pub postings: u64,
@@ -35,18 +35,12 @@ impl<S: Source> View<S> {
             }
         }
         let mut df_drop: IdentityHashMap<u64, u64> = IdentityHashMap::default();
-        for entry in self.tables.postings.iter()? {
-            let (key, value) = entry?;
-            let (hash, session, chunk) = keys::split_posting_key(key.value());
-            if !doomed.contains(&session) {
-                continue;
-            }
-            let n = chunk_len(value.value())
-                .map_err(|e| corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e))?;
+        self.for_each_doomed_row(&doomed, |hash, _, entries| {
+            let n = entries.iter().filter(|(s, _)| doomed.contains(s)).count() as u64;
             *df_drop.entry(hash).or_default() += n;
             removed.postings += n;
             removed.chunks += 1;
-        }
+        })?;
         for (hash, drop) in df_drop {
             let df = self.tables.terms.get(hash)?.map_or(0, |g| g.value());
             if df <= drop {
@@ -65,7 +59,35 @@ impl<S: Source> View<S> {
         })?;
         Ok(count)
     }
+
+    /// Calls `f(anchor, key, postings)` with each posting row that holds a posting of a
+    /// `doomed` session, decoded. A row keyed after the last doomed session holds none.
+    fn for_each_doomed_row(
+        &self,
+        doomed: &std::collections::BTreeSet<u32>,
+        mut f: impl FnMut(u64, u128, &[(u32, Posting)]),
+    ) -> Result<(), Error> {
+        let Some(&last) = doomed.last() else { return Ok(()) };
+        let mut entries = Vec::new();
+        for entry in self.tables.postings.iter()? {
+            let (key, value) = entry?;
+            let (hash, session, turn) = keys::split_posting_key(key.value());
+            if session > last {
+                continue;
+            }
+            entries.clear();
+            postings::decode_row((session, turn), value.value(), |s, p| entries.push((s, p)))
+                .map_err(|e| corrupt(format!("posting row {hash:x}/{session}/{turn}"), e))?;
+            if entries.iter().any(|(s, _)| doomed.contains(s)) {
+                f(hash, key.value(), &entries);
+            }
+        }
+        Ok(())
+    }
 }
+
+/// A posting row to rewrite: its key, its anchor and the postings it keeps.
+type RowKept = (u128, u64, Vec<(u32, Posting)>);
 
 impl View<WriteSource<'_>> {
     /// Deletes sessions with their turns, pending rows, postings and names, and takes them out
@@ -110,7 +132,8 @@ impl View<WriteSource<'_>> {
                 self.tables.turns.remove(*key)?;
             }
             removed.turns += keys_to_remove.len() as u64;
-            self.tables.pending.retain_in(range, |_, _| false)?;
+            self.tables.pending.retain_in(range.clone(), |_, _| false)?;
+            self.tables.norms.retain_in(range, |_, _| false)?;
             self.tables.sessions.remove(id)?;
             if let Some(record) = record {
                 self.tables.names.remove(record.name.as_str())?;
@@ -123,30 +146,23 @@ impl View<WriteSource<'_>> {
                 self.pending.add(key, forward);
             }
         }
-        // Folded postings: one pass over the postings table.
+        // Folded postings: one pass over the postings table finds the rows that hold them;
+        // each is deleted, and what it holds of other sessions stored again as a row.
         let mut df_drop: IdentityHashMap<u64, u64> = IdentityHashMap::default();
-        let mut bad: Option<Error> = None;
-        self.tables.postings.retain(|key, value| {
-            let (hash, session, chunk) = keys::split_posting_key(key);
-            if !doomed.contains(&session) {
-                return true;
-            }
-            match chunk_len(value) {
-                Ok(n) => {
-                    *df_drop.entry(hash).or_default() += n;
-                    removed.postings += n;
-                    removed.chunks += 1;
-                }
-                Err(e) => {
-                    bad.get_or_insert_with(|| {
-                        corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e)
-                    });
-                }
-            }
-            false
+        let mut rewritten: Vec<RowKept> = Vec::new();
+        self.for_each_doomed_row(&doomed, |hash, key, entries| {
+            let kept: Vec<(u32, Posting)> = entries.iter().filter(|(s, _)| !doomed.contains(s)).copied().collect();
+            let n = (entries.len() - kept.len()) as u64;
+            *df_drop.entry(hash).or_default() += n;
+            removed.postings += n;
+            removed.chunks += 1;
+            rewritten.push((key, hash, kept));
         })?;
-        if let Some(e) = bad {
-            return Err(e);
+        for (key, _, _) in &rewritten {
+            self.tables.postings.remove(*key)?;
+        }
+        for (_, hash, kept) in &rewritten {
+            store_rows(&mut self.tables.postings, *hash, kept)?;
         }
         let mut hashes: Vec<(u64, u64)> = df_drop.into_iter().collect();
         hashes.sort_unstable();
@@ -179,75 +195,54 @@ impl View<WriteSource<'_>> {
         Ok(removed)
     }
 
-    /// Rewrites the posting lists whose chunks are not packed (a chunk before the tail with
-    /// fewer than `CHUNK_CAPACITY` (128) postings, or chunk numbers with gaps) as full
-    /// chunks numbered from 0. Returns `(lists rewritten, chunks before, chunks after)`.
+    /// Rewrites the postings of each anchor whose rows are not packed (a row before its last
+    /// with fewer than [`postings::ROW_CAPACITY`] (128) postings: a list continued by an import
+    /// in pieces, or rows split by `forget`) as full rows. Returns `(anchors rewritten, rows
+    /// before, rows after)`.
     pub fn pack_postings(&mut self) -> Result<(u64, u64, u64), Error> {
         self.pack_postings_with_progress(&mut |_, _| {})
     }
 
-    /// [`View::pack_postings`], calling `progress(lists rewritten, lists to rewrite)` once the
-    /// lists to rewrite are found and after each one is rewritten (the caller throttles).
+    /// [`View::pack_postings`], calling `progress(anchors rewritten, anchors to rewrite)` once
+    /// the anchors to rewrite are found and after each one is rewritten (the caller throttles).
     pub fn pack_postings_with_progress(
         &mut self,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<(u64, u64, u64), Error> {
-        // Find the lists to rewrite in one read pass.
-        let mut loose: Vec<(u64, u32)> = Vec::new();
-        let mut current: Option<(u64, u32)> = None;
-        let mut expected_chunk = 0u32;
+        // Find the anchors to rewrite in one read pass.
+        let mut loose: Vec<u64> = Vec::new();
+        let mut current: Option<u64> = None;
         let mut previous_full = true;
-        let mut flagged = false;
-        let mut bad: Option<Error> = None;
         for entry in self.tables.postings.iter()? {
             let (key, value) = entry?;
-            let (hash, session, chunk) = keys::split_posting_key(key.value());
-            if current != Some((hash, session)) {
-                current = Some((hash, session));
-                expected_chunk = 0;
+            let (hash, session, turn) = keys::split_posting_key(key.value());
+            if current != Some(hash) {
+                current = Some(hash);
                 previous_full = true;
-                flagged = false;
             }
-            let n = match chunk_len(value.value()) {
-                Ok(n) => n,
-                Err(e) => {
-                    bad = Some(corrupt(format!("posting chunk {hash:x}/{session}/{chunk}"), e));
-                    break;
-                }
-            };
-            if !flagged && (chunk != expected_chunk || !previous_full) {
-                loose.push((hash, session));
-                flagged = true;
+            let n = postings::row_len((session, turn), value.value())
+                .map_err(|e| corrupt(format!("posting row {hash:x}/{session}/{turn}"), e))?;
+            if !previous_full && loose.last() != Some(&hash) {
+                loose.push(hash);
             }
-            expected_chunk = chunk.wrapping_add(1);
-            previous_full = n >= u64::from(postings::CHUNK_CAPACITY);
-        }
-        if let Some(e) = bad {
-            return Err(e);
+            previous_full = n >= postings::ROW_CAPACITY as u64;
         }
         let (mut before, mut after) = (0u64, 0u64);
         let total = loose.len() as u64;
         progress(0, total);
-        for (done, &(hash, session)) in (1u64..).zip(&loose) {
-            let mut list = Vec::new();
-            let range = keys::list_range(hash, session);
-            let mut old_keys = Vec::new();
+        let mut entries = Vec::new();
+        for (done, &hash) in (1u64..).zip(&loose) {
+            entries.clear();
+            let range = keys::anchor_range(hash);
             for entry in self.tables.postings.range(range.clone())? {
                 let (key, value) = entry?;
-                old_keys.push(key.value());
-                postings::decode(value.value(), |p| list.push(p)).map_err(|e| {
-                    corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
-                })?;
+                let (_, session, turn) = keys::split_posting_key(key.value());
+                postings::decode_row((session, turn), value.value(), |s, p| entries.push((s, p)))
+                    .map_err(|e| corrupt(format!("posting row {hash:x}/{session}/{turn}"), e))?;
+                before += 1;
             }
-            before += old_keys.len() as u64;
             self.tables.postings.retain_in(range, |_, _| false)?;
-            let table = &mut self.tables.postings;
-            let mut writer = ListWriter::new(hash, session);
-            for posting in &list {
-                writer.push(table, posting)?;
-            }
-            after += writer.chunks();
-            writer.finish(table)?;
+            after += store_rows(&mut self.tables.postings, hash, &entries)?;
             progress(done, total);
         }
         Ok((total, before, after))

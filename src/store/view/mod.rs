@@ -12,7 +12,8 @@ use super::cursor::PostingCursor;
 use super::error::{Error, corrupt};
 use super::grouped::{Grouped, NewBlock, for_each_list};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
-use super::lists::ListWriter;
+use super::lists::{AnchorWriter, store_rows};
+use super::norms::{self, Norms};
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::run_file::{self, RunSpan};
@@ -41,6 +42,8 @@ pub trait Source {
     type Terms: ReadableTable<u64, u64>;
     /// `postings`.
     type Postings: ReadableTable<u128, &'static [u8]>;
+    /// `norms`.
+    type Norms: ReadableTable<u64, &'static [u8]>;
     /// `evidence`.
     type EvidenceDocs: ReadableTable<u32, &'static [u8]>;
     /// `evidence_refs`.
@@ -66,6 +69,7 @@ impl Source for ReadSource {
     type Dictionaries = ReadOnlyTable<u32, &'static [u8]>;
     type Terms = ReadOnlyTable<u64, u64>;
     type Postings = ReadOnlyTable<u128, &'static [u8]>;
+    type Norms = ReadOnlyTable<u64, &'static [u8]>;
     type EvidenceDocs = ReadOnlyTable<u32, &'static [u8]>;
     type EvidenceRefs = ReadOnlyTable<&'static str, u32>;
     type EvidencePostings = ReadOnlyTable<(u64, u32), (u32, u32)>;
@@ -85,6 +89,7 @@ impl<'t> Source for WriteSource<'t> {
     type Dictionaries = Table<'t, u32, &'static [u8]>;
     type Terms = Table<'t, u64, u64>;
     type Postings = Table<'t, u128, &'static [u8]>;
+    type Norms = Table<'t, u64, &'static [u8]>;
     type EvidenceDocs = Table<'t, u32, &'static [u8]>;
     type EvidenceRefs = Table<'t, &'static str, u32>;
     type EvidencePostings = Table<'t, (u64, u32), (u32, u32)>;
@@ -103,6 +108,7 @@ pub(super) struct Tables<S: Source> {
     pub dictionaries: S::Dictionaries,
     pub terms: S::Terms,
     pub postings: S::Postings,
+    pub norms: S::Norms,
     pub evidence: S::EvidenceDocs,
     pub evidence_refs: S::EvidenceRefs,
     pub evidence_postings: S::EvidencePostings,
@@ -252,7 +258,6 @@ mod write;
 pub use maintenance::Removed;
 pub use pending::PendingBlocks;
 pub use walk::FoldedTotals;
-pub(crate) use write::chunk_len;
 pub use write::{FoldTarget, PendingRow};
 
 #[cfg(test)]
@@ -264,12 +269,12 @@ mod tests {
         Posting { turn, tf_user: 1, tf_assistant: 0, len_user: 3, len_assistant: 0 }
     }
 
-    fn chunk(turns: std::ops::Range<u32>) -> Vec<u8> {
-        let mut builder = postings::ChunkBuilder::new();
-        for turn in turns {
-            builder.push(&posting(turn)).unwrap_or_default();
-        }
-        builder.finish()
+    /// A posting row of session 0 with these turns.
+    fn row(turns: std::ops::Range<u32>) -> Vec<u8> {
+        let entries: Vec<(u32, Posting)> = turns.map(|turn| (0, posting(turn))).collect();
+        let mut out = Vec::new();
+        postings::encode_row(&entries, &mut out);
+        out
     }
 
     /// An empty index in a temporary directory (kept alive by the returned guard).
@@ -285,14 +290,17 @@ mod tests {
     }
 
     #[test]
-    fn pack_postings_merges_loose_chunks_in_order() -> Result<(), Box<dyn std::error::Error>> {
+    fn pack_postings_merges_loose_rows_in_order() -> Result<(), Box<dyn std::error::Error>> {
         let (_dir, store) = temp_store()?;
         store.write(|view| -> Result<(), Error> {
-            // A list with a short chunk before the tail and a gap in the numbering, and a
-            // packed list that must stay as it is.
-            view.tables.postings.insert(keys::posting_key(7, 0, 0), chunk(0..10).as_slice())?;
-            view.tables.postings.insert(keys::posting_key(7, 0, 3), chunk(10..300).as_slice())?;
-            view.tables.postings.insert(keys::posting_key(8, 0, 0), chunk(0..5).as_slice())?;
+            // An anchor with a short row before its last (one over capacity), and a packed
+            // anchor that must stay as it is.
+            view.tables.postings.insert(keys::posting_key(7, 0, 0), row(0..10).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(7, 0, 10), row(10..300).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(8, 0, 0), row(0..5).as_slice())?;
+            let blocks: Vec<NewBlock> =
+                (0..300).map(|turn| NewBlock { key: block_key(0, turn), len_user: 3, len_assistant: 0 }).collect();
+            norms::put(&mut view.tables.norms, &blocks)?;
             Ok(())
         })?;
         let packed = store.write(|view| view.pack_postings())?;
@@ -301,12 +309,12 @@ mod tests {
         let mut turns = Vec::new();
         view.session_postings(7, 0, |p| turns.push(p.turn))?;
         assert_eq!(turns, (0..300).collect::<Vec<_>>());
-        let mut chunks = Vec::new();
-        view.for_each_chunk(|hash, _, chunk, bytes| {
-            chunks.push((hash, chunk, chunk_len(bytes).unwrap_or(0)));
+        let mut rows = Vec::new();
+        view.for_each_row(|hash, key, bytes| {
+            rows.push((hash, key, postings::row_len(key, bytes).unwrap_or(0)));
             true
         })?;
-        assert_eq!(chunks, [(7, 0, 128), (7, 1, 128), (7, 2, 44), (8, 0, 5)]);
+        assert_eq!(rows, [(7, (0, 0), 128), (7, (0, 128), 128), (7, (0, 256), 44), (8, (0, 0), 5)]);
         Ok(())
     }
 

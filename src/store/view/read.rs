@@ -57,6 +57,7 @@ impl<S: Source> View<S> {
         let mut sizes = vec![
             TableSize::of("turns", &t.turns)?,
             TableSize::of("postings", &t.postings)?,
+            TableSize::of("norms", &t.norms)?,
             TableSize::of("terms", &t.terms)?,
             TableSize::of("pending", &t.pending)?,
             TableSize::of("text_dictionaries", &t.dictionaries)?,
@@ -137,9 +138,14 @@ impl<S: Source> View<S> {
         Ok(out)
     }
 
-    /// True if some turn of `session`, folded or pending, holds the anchor: one seek.
+    /// True if some turn of `session`, folded or pending, holds the anchor: two seeks.
     pub fn session_holds(&self, hash: u64, session: u32) -> Result<bool, Error> {
-        if self.tables.postings.range(keys::list_range(hash, session))?.next().transpose()?.is_some() {
+        let mut held = false;
+        self.session_rows(hash, session, |_, _, _| {
+            held = true;
+            false
+        })?;
+        if held {
             return Ok(true);
         }
         Ok(self.pending.of_session(session).any(|(turn, forward)| forward.posting(turn, hash).is_some()))
@@ -192,20 +198,68 @@ impl<S: Source> View<S> {
         session: u32,
         mut emit: impl FnMut(Posting),
     ) -> Result<(), Error> {
-        let range = keys::list_range(hash, session);
-        for entry in self.tables.postings.range(range)? {
-            let (key, value) = entry?;
-            postings::decode(value.value(), &mut emit).map_err(|e| {
-                corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
-            })?;
+        let mut list = Vec::new();
+        self.session_rows(hash, session, |key, row, what| {
+            let mut own = |s: u32, p: Posting| {
+                if s == session {
+                    list.push(p);
+                }
+            };
+            match postings::decode_row_until(key, row, session, &mut own) {
+                Ok(()) => true,
+                Err(e) => {
+                    *what = Some(e);
+                    false
+                }
+            }
+        })?;
+        let mut norms = self.norms();
+        for mut p in list {
+            norms.fill(session, &mut p)?;
+            emit(p);
         }
         Ok(())
     }
+
+    /// A reader of the folded turns' side lengths, which decoded postings lack.
+    pub fn norms(&self) -> Norms<'_> {
+        Norms::new(&self.tables.norms)
+    }
+
+    /// Calls `f(key, row, error slot)` with each row that may hold postings of `hash` in
+    /// `session`, in key order, until it returns false (an error it leaves in the slot is
+    /// returned). A session's postings start in the last row keyed at or before its first
+    /// possible posting (a row that spans sessions, or its own), and go on in the rows keyed
+    /// by the session: two range seeks.
+    fn session_rows(
+        &self,
+        hash: u64,
+        session: u32,
+        mut f: impl FnMut((u32, u32), &[u8], &mut Option<postings::CorruptChunk>) -> bool,
+    ) -> Result<(), Error> {
+        let first = keys::posting_key(hash, session, 0);
+        let before = self.tables.postings.range(keys::posting_key(hash, 0, 0)..=first)?.next_back();
+        let rest = self.tables.postings.range(first + 1..=keys::posting_key(hash, session, u32::MAX))?;
+        let mut failed = None;
+        for entry in before.into_iter().chain(rest) {
+            let (key, value) = entry?;
+            let (_, s, t) = keys::split_posting_key(key.value());
+            let go_on = f((s, t), value.value(), &mut failed);
+            if let Some(e) = failed {
+                return Err(corrupt(format!("posting row {hash:x}/{s}/{t}"), e));
+            }
+            if !go_on {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// A cursor over the anchor's folded postings in every session, in block-key order (pending
     /// turns are in [`View::pending`]).
     pub fn anchor_cursor(&self, hash: u64) -> Result<PostingCursor<'_>, Error> {
         let range = keys::anchor_range(hash);
-        PostingCursor::new(self.tables.postings.range(range)?)
+        PostingCursor::new(self.tables.postings.range(range)?, self.norms())
     }
 
     /// Calls `emit(session, posting)` for every folded posting of the anchor, in every
@@ -213,12 +267,18 @@ impl<S: Source> View<S> {
     /// anchor (pending turns are in [`View::pending`]).
     pub fn anchor_postings(&self, hash: u64, mut emit: impl FnMut(u32, Posting)) -> Result<(), Error> {
         let range = keys::anchor_range(hash);
+        let mut norms = self.norms();
+        let mut row = Vec::new();
         for entry in self.tables.postings.range(range)? {
             let (key, value) = entry?;
-            let (_, session, _) = keys::split_posting_key(key.value());
-            postings::decode(value.value(), |p| emit(session, p)).map_err(|e| {
-                corrupt(format!("posting chunk {:?}", keys::split_posting_key(key.value())), e)
-            })?;
+            let (_, s, t) = keys::split_posting_key(key.value());
+            row.clear();
+            postings::decode_row((s, t), value.value(), |s, p| row.push((s, p)))
+                .map_err(|e| corrupt(format!("posting row {hash:x}/{s}/{t}"), e))?;
+            for (s, mut p) in row.drain(..) {
+                norms.fill(s, &mut p)?;
+                emit(s, p);
+            }
         }
         Ok(())
     }

@@ -85,13 +85,14 @@ impl<S: Source> View<S> {
         Ok(())
     }
 
-    /// Calls `f` with every posting chunk in key order: anchor hash, session, chunk number and
-    /// the encoded bytes. `f` returns false to stop.
-    pub fn for_each_chunk(&self, mut f: impl FnMut(u64, u32, u32, &[u8]) -> bool) -> Result<(), Error> {
+    /// Calls `f` with every posting row in key order: anchor hash, the row's key (session and
+    /// turn of its first posting) and the encoded bytes ([`super::postings::decode_row`]). `f`
+    /// returns false to stop.
+    pub fn for_each_row(&self, mut f: impl FnMut(u64, (u32, u32), &[u8]) -> bool) -> Result<(), Error> {
         for entry in self.tables.postings.iter()? {
             let (key, value) = entry?;
-            let (hash, session, chunk) = keys::split_posting_key(key.value());
-            if !f(hash, session, chunk, value.value()) {
+            let (hash, session, turn) = keys::split_posting_key(key.value());
+            if !f(hash, (session, turn), value.value()) {
                 break;
             }
         }

@@ -272,11 +272,13 @@ impl View<WriteSource<'_>> {
         if pending.blocks.is_empty() {
             return Ok(());
         }
+        // Per-turn data, which readers of the lists need as soon as the postings are there.
+        norms::put(&mut self.tables.norms, blocks)?;
         let lists = match target {
             FoldTarget::Postings => {
                 // Else its lists would go before postings of earlier turns that wait in a run.
                 self.merge_runs()?;
-                self.fold_into_lists(&pending, grouped, blocks)?
+                self.fold_into_lists(grouped, blocks)?
             }
             FoldTarget::Run(run) => {
                 if self.run_taken.take() != Some(run.run) {
@@ -331,32 +333,18 @@ impl View<WriteSource<'_>> {
         Ok(())
     }
 
-    /// Appends the postings of `grouped` to their lists; returns the number of lists.
-    pub(super) fn fold_into_lists(
-        &mut self,
-        pending: &PendingBlocks,
-        grouped: &Grouped,
-        blocks: &[NewBlock],
-    ) -> Result<usize, Error> {
-        // Folds into the lists take every pending turn (and a run batch folds first any pending
-        // turn of a session it continues), so a session's folded turns are a prefix of its turns:
-        // one whose turn 0 is pending has no posting chunk yet, and its lists need no lookup.
-        let fresh: Vec<u32> = pending.iter().filter(|&(_, turn, _)| turn == 0).map(|(s, _, _)| s).collect();
+    /// Appends the postings of `grouped` to their lists, anchor by anchor; returns the number
+    /// of lists (anchor and session) appended to.
+    pub(super) fn fold_into_lists(&mut self, grouped: &Grouped, blocks: &[NewBlock]) -> Result<usize, Error> {
         let table = &mut self.tables.postings;
         let mut list = Vec::new();
         let mut lists = 0;
         for (hash, group) in grouped.groups() {
+            let mut writer = AnchorWriter::new(hash);
             lists += for_each_list(group, blocks, &mut list, |session, list| {
-                let mut writer = if fresh.binary_search(&session).is_ok() {
-                    ListWriter::new(hash, session)
-                } else {
-                    ListWriter::continuing(table, hash, session)?
-                };
-                for posting in list {
-                    writer.push(table, posting)?;
-                }
-                writer.finish(table)
+                writer.append(table, session, list.iter().copied())
             })?;
+            writer.finish(table)?;
         }
         Ok(lists)
     }
@@ -451,11 +439,4 @@ pub(super) fn check_fold_input(
         }
     }
     Ok(())
-}
-
-/// Counts the postings of a chunk (decoding it all: the count must match the body).
-pub(crate) fn chunk_len(chunk: &[u8]) -> Result<u64, postings::CorruptChunk> {
-    let mut n = 0u64;
-    postings::decode(chunk, |_| n += 1)?;
-    Ok(n)
 }
