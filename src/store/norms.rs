@@ -12,7 +12,7 @@ use super::error::{Error, corrupt};
 use super::grouped::NewBlock;
 use super::keys::{block_key, split_block_key};
 use super::postings::{Posting, decode_norm, encode_norm};
-use redb::{ReadableTable, Table};
+use redb::{AccessGuard, ReadableTable, Table};
 
 /// Turns a row holds: 8 KiB of norms.
 pub const ROW_TURNS: u32 = 4096;
@@ -52,20 +52,14 @@ fn row_of(key: u64) -> u64 {
 
 /// Reads norm rows by key: a `norms` table of a read snapshot or of a write transaction.
 pub trait NormRows {
-    /// The row stored under `key`, copied into `out`; false if there is none.
-    fn row_into(&self, key: u64, out: &mut Vec<u8>) -> Result<bool, Error>;
+    /// The row stored under `key`, if any, read in place (no copy: a long session's list
+    /// reads all its rows).
+    fn row(&self, key: u64) -> Result<Option<AccessGuard<'_, &'static [u8]>>, Error>;
 }
 
 impl<T: ReadableTable<u64, &'static [u8]>> NormRows for T {
-    fn row_into(&self, key: u64, out: &mut Vec<u8>) -> Result<bool, Error> {
-        out.clear();
-        match self.get(key)? {
-            Some(row) => {
-                out.extend_from_slice(row.value());
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+    fn row(&self, key: u64) -> Result<Option<AccessGuard<'_, &'static [u8]>>, Error> {
+        Ok(self.get(key)?)
     }
 }
 
@@ -73,13 +67,13 @@ impl<T: ReadableTable<u64, &'static [u8]>> NormRows for T {
 pub struct Norms<'v> {
     table: &'v dyn NormRows,
     key: Option<u64>,
-    row: Vec<u8>,
+    row: Option<AccessGuard<'v, &'static [u8]>>,
 }
 
 impl<'v> Norms<'v> {
     /// A reader of `table`.
     pub fn new(table: &'v dyn NormRows) -> Self {
-        Norms { table, key: None, row: Vec::new() }
+        Norms { table, key: None, row: None }
     }
 
     /// Sets the lengths of `posting`, a folded posting of `session`: a side without the anchor
@@ -88,13 +82,11 @@ impl<'v> Norms<'v> {
         let key = row_key(session, posting.turn);
         if self.key != Some(key) {
             self.key = None;
-            if !self.table.row_into(key, &mut self.row)? {
-                self.row.clear();
-            }
+            self.row = self.table.row(key)?;
             self.key = Some(key);
         }
         let at = 2 * (posting.turn % ROW_TURNS) as usize;
-        let pair = self.row.get(at..at + 2).and_then(|pair| <[u8; 2]>::try_from(pair).ok());
+        let pair = self.row.as_ref().and_then(|row| row.value().get(at..at + 2)).and_then(|pair| <[u8; 2]>::try_from(pair).ok());
         let Some([user, assistant]) = pair else {
             return Err(corrupt(
                 format!("norms of turn {session}:{}", posting.turn),
