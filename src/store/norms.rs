@@ -66,35 +66,49 @@ impl<T: ReadableTable<u64, &'static [u8]>> NormRows for T {
 /// Fills postings' side lengths from the `norms` table, keeping the last row read.
 pub struct Norms<'v> {
     table: &'v dyn NormRows,
-    key: Option<u64>,
-    row: Option<AccessGuard<'v, &'static [u8]>>,
+    /// Session and first turn of the row in `row`; `row` holds its turns up to `end`.
+    session: u32,
+    start: u32,
+    end: u32,
+    row: Vec<u8>,
 }
 
 impl<'v> Norms<'v> {
     /// A reader of `table`.
     pub fn new(table: &'v dyn NormRows) -> Self {
-        Norms { table, key: None, row: None }
+        Norms { table, session: 0, start: 0, end: 0, row: Vec::new() }
     }
 
     /// Sets the lengths of `posting`, a folded posting of `session`: a side without the anchor
     /// has length 0, as BM25 scores it 0 whatever its length.
+    #[inline]
     pub fn fill(&mut self, session: u32, posting: &mut Posting) -> Result<(), Error> {
-        let key = row_key(session, posting.turn);
-        if self.key != Some(key) {
-            self.key = None;
-            self.row = self.table.row(key)?;
-            self.key = Some(key);
+        let turn = posting.turn;
+        if session != self.session || turn < self.start || turn >= self.end {
+            self.load(session, turn)?;
         }
-        let at = 2 * (posting.turn % ROW_TURNS) as usize;
-        let pair = self.row.as_ref().and_then(|row| row.value().get(at..at + 2)).and_then(|pair| <[u8; 2]>::try_from(pair).ok());
-        let Some([user, assistant]) = pair else {
-            return Err(corrupt(
-                format!("norms of turn {session}:{}", posting.turn),
-                "a folded turn with no stored lengths",
-            ));
-        };
+        let at = 2 * (turn - self.start) as usize;
+        let (user, assistant) = (self.row[at], self.row[at + 1]);
         posting.len_user = if posting.tf_user == 0 { 0 } else { decode_norm(user) };
         posting.len_assistant = if posting.tf_assistant == 0 { 0 } else { decode_norm(assistant) };
+        Ok(())
+    }
+
+    /// Reads the row that holds `turn`'s norms; an error if it does not.
+    #[cold]
+    fn load(&mut self, session: u32, turn: u32) -> Result<(), Error> {
+        let start = turn - turn % ROW_TURNS;
+        self.row.clear();
+        if let Some(row) = self.table.row(block_key(session, start))? {
+            self.row.extend_from_slice(row.value());
+        }
+        // Whole pairs only: a damaged row's odd byte is not read.
+        let turns = (self.row.len() / 2) as u32;
+        (self.session, self.start, self.end) = (session, start, start + turns);
+        if turn >= self.end {
+            self.end = start;
+            return Err(corrupt(format!("norms of turn {session}:{turn}"), "a folded turn with no stored lengths"));
+        }
         Ok(())
     }
 }

@@ -198,27 +198,26 @@ impl<S: Source> View<S> {
         session: u32,
         mut emit: impl FnMut(Posting),
     ) -> Result<(), Error> {
-        let mut list = Vec::new();
+        let mut norms = self.norms();
+        let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
-            let mut own = |s: u32, p: Posting| {
-                if s == session {
-                    list.push(p);
+            let mut own = |s: u32, mut p: Posting| {
+                if s == session && missing.is_none() {
+                    match norms.fill(session, &mut p) {
+                        Ok(()) => emit(p),
+                        Err(e) => missing = Some(e),
+                    }
                 }
             };
             match postings::decode_row_until(key, row, session, &mut own) {
-                Ok(()) => true,
+                Ok(()) => missing.is_none(),
                 Err(e) => {
                     *what = Some(e);
                     false
                 }
             }
         })?;
-        let mut norms = self.norms();
-        for mut p in list {
-            norms.fill(session, &mut p)?;
-            emit(p);
-        }
-        Ok(())
+        missing.map_or(Ok(()), Err)
     }
 
     /// A reader of the folded turns' side lengths, which decoded postings lack.
