@@ -92,5 +92,6 @@ pub use session::{MAX_TEXT_BYTES, Session};
 pub use store::{Error as StoreError, TableSize, catch_damage, catch_panic, name_damaged_file};
 pub use types::TurnId;
 pub use write::{
-    BATCH_TURNS, FileReport, FileStatus, ImportOptions, ImportProgress, ImportReport, SessionReport,
+    BATCH_TURNS, DEFAULT_IMPORT_MEMORY, FileReport, FileStatus, ImportOptions, ImportProgress, ImportReport,
+    SessionReport,
 };

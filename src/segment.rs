@@ -90,6 +90,11 @@ impl GateFilter {
         GateFilter { framing, trigrams }
     }
 
+    /// Bytes it holds on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        (self.framing.capacity() + self.trigrams.capacity()) * size_of::<u64>()
+    }
+
     fn keeps(&self, hash: u64) -> bool {
         self.framing.binary_search(&hash).is_err() && self.trigrams.binary_search(&hash).is_err()
     }

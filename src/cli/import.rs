@@ -21,6 +21,12 @@ pub struct Args {
     /// Do not store tool results as evidence (by default each becomes evidence of its session)
     #[arg(long)]
     no_evidence: bool,
+    /// Memory for the turns on their way to the index, in MiB: batches are sized so that the
+    /// one being written and the one being prepared hold at most this much. The index's page
+    /// cache comes on top, and a format read whole (all but canonical JSONL) holds its file
+    #[arg(long, value_name = "MIB", default_value_t = (ctxgate::DEFAULT_IMPORT_MEMORY >> 20) as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    memory_mib: u64,
     /// Files, or directories to walk for .json and .jsonl files. Every file is reported:
     /// imported, skipped (in a directory but not a log ctxgate can tell, or a link out of
     /// the directory) or failed (nothing of it written); one failure stops no other file
@@ -73,6 +79,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         session: args.session.clone(),
         skip_invalid: args.skip_invalid,
         evidence: !args.no_evidence,
+        memory_bytes: (args.memory_mib as usize).saturating_mul(1 << 20),
     };
     let report = output::with_progress(
         |p: ImportProgress| {

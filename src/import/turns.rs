@@ -45,6 +45,23 @@ pub struct ParsedTurn {
 }
 
 impl ParsedTurn {
+    /// Bytes it holds on the heap: its texts and its tool calls' (results included).
+    pub fn heap_bytes(&self) -> usize {
+        let tools: usize = (self.tools.iter())
+            .map(|t| {
+                t.name.capacity()
+                    + t.call_id.as_ref().map_or(0, String::capacity)
+                    + t.arguments.capacity()
+                    + t.result.as_ref().map_or(0, String::capacity)
+            })
+            .sum();
+        self.user.capacity()
+            + self.assistant.capacity()
+            + self.time.as_ref().map_or(0, String::capacity)
+            + self.tools.capacity() * size_of::<ToolCall>()
+            + tools
+    }
+
     /// True if the turn has no reply text yet: empty, or only the `[tool: NAME]` mentions of
     /// calls made so far (an agent still working).
     pub fn is_unanswered(&self) -> bool {

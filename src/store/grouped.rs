@@ -112,6 +112,11 @@ impl Grouped {
         (Grouped { anchors, postings }, earlier)
     }
 
+    /// Bytes it holds on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.anchors.capacity() * size_of::<(u64, usize)>() + self.postings.capacity() * size_of::<NewPosting>()
+    }
+
     /// The postings of `hash`, in block order; empty if it has none.
     pub fn group(&self, hash: u64) -> &[NewPosting] {
         match self.anchors.binary_search_by_key(&hash, |&(h, _)| h) {

@@ -161,6 +161,11 @@ pub struct EncodedText {
 }
 
 impl EncodedText {
+    /// Bytes it holds on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// The hash of the dictionary the text needs, if any.
     pub fn dictionary(&self) -> Option<u64> {
         self.dictionary

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Turns written per transaction. A crash loses at most the batch being written; importing the
@@ -30,8 +31,8 @@ use std::time::{Duration, Instant};
 ///
 /// Measured importing 1M generated turns when each batch folded into the posting lists: 8,192
 /// turns a batch took 67–78 s at 241–246 MiB peak RSS, 16,384 took 52–53 s at 256–280 MiB,
-/// 32,768 took 51 s at 532 MiB. Batches of a longer file now go to runs (`store::runs`), but
-/// the batch still bounds memory and sets how many runs the merge reads side by side.
+/// 32,768 took 51 s at 532 MiB. Batches of a longer file now go to runs (`store::runs`), and
+/// the memory budget ([`Sizer`]) ends most batches before this many turns.
 pub const BATCH_TURNS: usize = 16_384;
 
 /// Runs an import lets wait before it merges them into the lists, inside the transaction of
@@ -43,8 +44,87 @@ pub const BATCH_TURNS: usize = 16_384;
 /// file grew 4%; every 4 runs at 200k turns, +15% and twice the file.
 pub const MERGE_RUNS: usize = 8;
 
+/// Memory an import holds in turns on their way to the index, unless told otherwise: the
+/// batch being written and the one being prepared beside it, with the page cache of the index
+/// (`Options::cache_bytes`) on top (README "Import memory").
+pub const DEFAULT_IMPORT_MEMORY: usize = 128 << 20;
+
 /// A batch of turns, each with the index of its session in [`Writer::sessions`].
 pub type Batch = Vec<(usize, ParsedTurn)>;
+
+/// Sizes an import's batches to its memory budget: a batch ends at [`BATCH_TURNS`] turns or
+/// when its turns, once prepared, would hold half the budget (two are in memory at once).
+///
+/// What a turn holds once prepared (its anchors, postings and gate filter beside its text)
+/// grows with its text by a factor that depends on the language and on the log: each prepared
+/// batch measures it (its bytes on the heap over its turns' bytes as read), and the next batch
+/// is sized by the largest factor measured so far (batches of one log differ by a fifth). The
+/// first batch is sized by [`FIRST_GROWTH`].
+pub(super) struct Sizer {
+    /// Bytes a prepared batch may hold.
+    batch_bytes: usize,
+    /// The largest number of prepared bytes per byte read a batch measured, in 1/1024ths; 0
+    /// before the first.
+    growth: AtomicUsize,
+}
+
+/// Prepared bytes per byte read that the first batch is sized by, before any is measured: above
+/// what batches measured (4.4–9.3 on English chats and generated logs, 15–16 on Chinese ones,
+/// whose every character is an anchor), so the first batch stays inside the budget too.
+const FIRST_GROWTH: usize = 24 << 10;
+
+impl Sizer {
+    /// A sizer for `budget` bytes of turns in flight.
+    pub(super) fn new(budget: usize) -> Self {
+        Sizer { batch_bytes: budget / 2, growth: AtomicUsize::new(0) }
+    }
+
+    /// The next batch of `turns`, with its bytes as read; `None` at their end.
+    fn next_batch<I>(
+        &self,
+        turns: &mut std::iter::Peekable<I>,
+    ) -> Option<Result<(Batch, usize), crate::Error>>
+    where
+        I: Iterator<Item = Result<(usize, ParsedTurn), crate::Error>>,
+    {
+        let growth = match self.growth.load(Ordering::Relaxed) {
+            0 => FIRST_GROWTH,
+            measured => measured,
+        };
+        // The most bytes read a batch may take: at least one turn goes, whatever its size.
+        let limit = ((self.batch_bytes as u128 * 1024) / growth as u128) as usize;
+        let mut batch = Vec::new();
+        let mut read = 0;
+        while batch.len() < BATCH_TURNS {
+            let Some(item) = turns.next_if(|item| {
+                batch.is_empty() || item.as_ref().map_or(true, |(_, t)| read + read_bytes(t) <= limit)
+            }) else {
+                break;
+            };
+            match item {
+                Ok(turn) => {
+                    read += read_bytes(&turn.1);
+                    batch.push(turn);
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        (!batch.is_empty()).then_some(Ok((batch, read)))
+    }
+
+    /// Learns the growth of a batch of `read` bytes as read that holds `prepared` bytes.
+    fn learn(&self, read: usize, prepared: usize) {
+        if read > 0 {
+            let growth = (prepared as u128 * 1024).div_ceil(read as u128);
+            self.growth.fetch_max(growth.clamp(1, usize::MAX as u128) as usize, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a turn of a batch holds as read, its slot in the batch included.
+fn read_bytes(turn: &ParsedTurn) -> usize {
+    size_of::<(usize, ParsedTurn)>() + turn.heap_bytes()
+}
 
 /// A session the batches write to.
 pub struct Destination {
@@ -70,6 +150,7 @@ pub struct Writer<'g> {
     /// What the batches' text is compressed with: the index's text dictionary, or one trained
     /// on the first batch when the index has none (stored with the first batch written).
     dictionary: RefCell<Option<TextDictionary>>,
+    sizer: Sizer,
 }
 
 impl<'g> Writer<'g> {
@@ -85,7 +166,14 @@ impl<'g> Writer<'g> {
             checkpoint: RefCell::new(None),
             wrote_checkpoint: std::cell::Cell::new(false),
             dictionary: RefCell::new(None),
+            sizer: Sizer::new(DEFAULT_IMPORT_MEMORY),
         }
+    }
+
+    /// Sizes the batches to hold at most `budget` bytes of turns in flight ([`Sizer`]).
+    pub(super) fn with_memory(mut self, budget: usize) -> Self {
+        self.sizer = Sizer::new(budget);
+        self
     }
 
     /// Stores `checkpoint` (its key and value) in the transaction of the turns, when they are
@@ -100,24 +188,27 @@ impl<'g> Writer<'g> {
         self.wrote_checkpoint.get()
     }
 
-    /// Writes every batch, preparing the next one while the current one is written.
+    /// Writes `turns` (each with the index of its session) in batches sized by the memory
+    /// budget, preparing the next batch while the current one is written.
     ///
     /// A file of one batch folds it into the posting lists. A longer one writes each batch's
     /// postings as a run and merges the runs once at the end (`store::runs`), also when a
     /// batch fails: what was committed stays, complete.
-    pub fn write_all<I>(&self, batches: I) -> Result<(), crate::Error>
+    pub fn write_all<I>(&self, turns: I) -> Result<(), crate::Error>
     where
-        I: Iterator<Item = Result<Batch, crate::Error>> + Send,
+        I: Iterator<Item = Result<(usize, ParsedTurn), crate::Error>> + Send,
     {
-        let mut batches = batches;
-        let Some(first) = batches.next().transpose()? else { return Ok(()) };
+        let mut turns = turns.peekable();
+        let Some((first, read)) = self.sizer.next_batch(&mut turns).transpose()? else { return Ok(()) };
         let dictionary = match self.gatekeeper.store().read()?.text_dictionary()? {
             Some((_, dictionary)) => Some(dictionary),
             None => train_dictionary(&first),
         };
-        let first = prepare(first, dictionary.as_ref());
+        let first = self.sizer.prepare(first, read, dictionary.as_ref());
         *self.dictionary.borrow_mut() = dictionary;
-        let into_runs = first.turns.len() >= BATCH_TURNS;
+        let into_runs = turns.peek().is_some();
+        let sizer = &self.sizer;
+        let batches = std::iter::from_fn(move || sizer.next_batch(&mut turns));
         if !into_runs {
             return self.write_batches(first, batches, false);
         }
@@ -152,14 +243,16 @@ impl<'g> Writer<'g> {
         into_runs: bool,
     ) -> Result<(), crate::Error>
     where
-        I: Iterator<Item = Result<Batch, crate::Error>> + Send,
+        I: Iterator<Item = Result<(Batch, usize), crate::Error>> + Send,
     {
         let mut current = first;
         let dictionary = self.dictionary.borrow().clone();
         let dictionary = dictionary.as_ref();
+        let sizer = &self.sizer;
         loop {
             let (next, written) = std::thread::scope(|scope| {
-                let next = scope.spawn(|| batches.next().map(|b| b.map(|b| prepare(b, dictionary))));
+                let next = scope
+                    .spawn(|| batches.next().map(|b| b.map(|(b, read)| sizer.prepare(b, read, dictionary))));
                 let written = self.write_batch(std::mem::take(&mut current), into_runs);
                 // A panic while preparing goes on where rayon::join would take it.
                 (next.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), written)
@@ -417,6 +510,36 @@ fn tool_records(tools: &[crate::import::turns::ToolCall]) -> Vec<ToolRecord> {
         .collect()
 }
 
+impl Sizer {
+    /// Prepares `batch` of `read` bytes as read, and learns from it what the next one's turns
+    /// will hold once prepared.
+    fn prepare(&self, batch: Batch, read: usize, dictionary: Option<&TextDictionary>) -> PreparedBatch {
+        let turns = batch.len();
+        let prepared = prepare(batch, dictionary);
+        let bytes = prepared.heap_bytes();
+        self.learn(read, bytes);
+        log::debug!(
+            "prepared {turns} turns: {:.1} MiB as read, {:.1} MiB prepared",
+            read as f64 / (1 << 20) as f64,
+            bytes as f64 / (1 << 20) as f64
+        );
+        prepared
+    }
+}
+
+impl PreparedBatch {
+    /// Bytes it holds on the heap.
+    fn heap_bytes(&self) -> usize {
+        let Layout { ranks, in_block_order, earlier, blocks, grouped } = &self.layout;
+        let turns: usize = self.turns.iter().map(|(_, t)| t.heap_bytes()).sum();
+        self.turns.capacity() * size_of::<(usize, PreparedTurn)>()
+            + turns
+            + (ranks.capacity() + in_block_order.capacity() + earlier.capacity()) * size_of::<u32>()
+            + blocks.capacity() * size_of::<NewBlock>()
+            + grouped.heap_bytes()
+    }
+}
+
 /// Extracts the anchors of a batch, compresses its text (with `dictionary`) and groups its
 /// postings, in parallel.
 fn prepare(batch: Batch, dictionary: Option<&TextDictionary>) -> PreparedBatch {
@@ -471,6 +594,75 @@ mod tests {
     use crate::store::PendingRow;
     use crate::store::records::{ForwardRecord, GateRecord, TurnRecord};
     use crate::{ImportOptions, Options};
+
+    type Turns = std::iter::Peekable<std::vec::IntoIter<Result<(usize, ParsedTurn), crate::Error>>>;
+
+    fn turns(sizes: &[usize]) -> Turns {
+        let turns: Vec<_> = (sizes.iter())
+            .map(|&n| {
+                Ok((0, ParsedTurn { user: "u".repeat(n), assistant: String::new(), ..Default::default() }))
+            })
+            .collect();
+        turns.into_iter().peekable()
+    }
+
+    fn sizes(batch: &Batch) -> Vec<usize> {
+        batch.iter().map(|(_, t)| t.user.len()).collect()
+    }
+
+    #[test]
+    fn batches_end_where_their_turns_would_pass_half_the_budget_once_prepared() {
+        let slot = size_of::<(usize, ParsedTurn)>();
+        let sizer = Sizer::new(2 * 10_000);
+        sizer.learn(1000, 2000); // a batch measured: 2 bytes prepared per byte read
+        let mut all = turns(&[3000 - slot, 2000 - slot, 1000 - slot, 4000 - slot, 9000]);
+        let (first, read) = sizer.next_batch(&mut all).unwrap().unwrap();
+        // 5,000 bytes read is 10,000 prepared: a third turn would pass it.
+        assert_eq!((sizes(&first), read), (vec![3000 - slot, 2000 - slot], 5000));
+        let (second, _) = sizer.next_batch(&mut all).unwrap().unwrap();
+        assert_eq!(sizes(&second), vec![1000 - slot, 4000 - slot]);
+        // A turn larger than a batch goes alone.
+        let (third, _) = sizer.next_batch(&mut all).unwrap().unwrap();
+        assert_eq!(sizes(&third), vec![9000]);
+        assert!(sizer.next_batch(&mut all).is_none());
+    }
+
+    #[test]
+    fn batches_are_sized_by_the_largest_growth_measured_and_never_pass_batch_turns() {
+        let sizer = Sizer::new(usize::MAX / 4);
+        let mut all = turns(&vec![10; BATCH_TURNS + 5]);
+        let (first, _) = sizer.next_batch(&mut all).unwrap().unwrap();
+        assert_eq!(first.len(), BATCH_TURNS);
+        assert_eq!(sizer.next_batch(&mut all).unwrap().unwrap().0.len(), 5);
+
+        let budget = 2 * 1000 * size_of::<(usize, ParsedTurn)>();
+        let sizer = Sizer::new(budget);
+        sizer.learn(100, 400);
+        sizer.learn(100, 200); // a lighter batch does not make the next one larger
+        let mut all = turns(&vec![0; 1000]);
+        let (batch, _) = sizer.next_batch(&mut all).unwrap().unwrap();
+        assert_eq!(batch.len(), 1000 / 4);
+    }
+
+    #[test]
+    fn a_prepared_batch_counts_its_anchors_and_postings_beside_its_text() {
+        let text =
+            "the quick brown fox jumps over the lazy dog near parse_config and src/main.rs ".repeat(20);
+        let batch: Batch = (0..50)
+            .map(|i| {
+                (0, ParsedTurn { user: format!("{text} {i}"), assistant: text.clone(), ..Default::default() })
+            })
+            .collect();
+        let read: usize = batch.iter().map(|(_, t)| read_bytes(t)).sum();
+        let sizer = Sizer::new(1 << 30);
+        let prepared = sizer.prepare(batch, read, None);
+        let text_bytes: usize =
+            prepared.turns.iter().map(|(_, t)| t.user.capacity() + t.assistant.capacity()).sum();
+        assert!(prepared.heap_bytes() > text_bytes + prepared.layout.grouped.heap_bytes());
+        // Learnt: the next batch is sized by what this one measured, not by the first guess.
+        let growth = sizer.growth.load(Ordering::Relaxed);
+        assert_eq!(growth, (prepared.heap_bytes() as u128 * 1024).div_ceil(read as u128) as usize);
+    }
 
     #[test]
     fn a_few_turns_beside_waiting_runs_stay_pending_and_answer_at_once()

@@ -28,10 +28,12 @@
 //!   written) stop the import: no later file could be written either.
 //! - **A format given must be the file's**: a file read as the format given that fails or
 //!   holds no turns, and whose first record has another format, fails naming that format.
-//! - **Fast**: anchors are extracted in parallel; turns are written [`BATCH_TURNS`] per
-//!   transaction; a file of one batch folds it into the posting lists, a longer one writes
-//!   each batch's postings as a run and merges the runs at its end (`store::runs`). The
-//!   canonical JSONL format is streamed ([`stream`]): memory stays bounded by one batch.
+//! - **Fast, in bounded memory**: anchors are extracted in parallel; turns are written in
+//!   batches of at most [`BATCH_TURNS`], one transaction each, sized to
+//!   [`ImportOptions::memory_bytes`] ([`batch::Sizer`]); a file of one batch folds it into the
+//!   posting lists, a longer one writes each batch's postings as a run and merges the runs at
+//!   its end (`store::runs`). The canonical JSONL format is streamed ([`stream`]): memory stays
+//!   bounded by the batches.
 
 pub(crate) mod batch;
 mod plan;
@@ -39,7 +41,7 @@ mod resume;
 mod stream;
 pub(crate) mod turn;
 
-pub use batch::BATCH_TURNS;
+pub use batch::{BATCH_TURNS, DEFAULT_IMPORT_MEMORY};
 
 use crate::error::Result;
 use crate::gatekeeper::Gatekeeper;
@@ -64,11 +66,22 @@ pub struct ImportOptions {
     pub skip_invalid: bool,
     /// Store tool results as evidence of their session (default true).
     pub evidence: bool,
+    /// Bytes the turns on their way to the index may hold: the batch being written and the
+    /// one being prepared ([`DEFAULT_IMPORT_MEMORY`]). The page cache (`Options::cache_bytes`)
+    /// comes on top; a format read whole (every format but canonical JSONL) also holds its
+    /// file's text.
+    pub memory_bytes: usize,
 }
 
 impl Default for ImportOptions {
     fn default() -> Self {
-        ImportOptions { format: Format::Auto, session: None, skip_invalid: false, evidence: true }
+        ImportOptions {
+            format: Format::Auto,
+            session: None,
+            skip_invalid: false,
+            evidence: true,
+            memory_bytes: DEFAULT_IMPORT_MEMORY,
+        }
     }
 }
 
@@ -396,7 +409,7 @@ fn import_as(
         given => given,
     };
     if format == Format::Jsonl {
-        // The canonical format is streamed: memory stays bounded by one batch.
+        // The canonical format is streamed: memory stays bounded by the batches.
         return stream::import(gatekeeper, path, options, offsets);
     }
     let text = import::read_text(path)?;
@@ -478,17 +491,13 @@ fn import_as(
         destinations.push(Destination { name: plan.session, title: plan.title, first_turn: plan.first_turn });
         turns.extend(plan.turns.into_iter().map(|t| (i, t)));
     }
-    let mut turns = turns.into_iter();
-    let batches = std::iter::from_fn(move || {
-        let batch: Vec<_> = turns.by_ref().take(BATCH_TURNS).collect();
-        (!batch.is_empty()).then_some(Ok(batch))
-    });
     // The checkpoint goes with the turns unless results are still to be stored, which may move
     // its evidence point: then it follows them.
     let with_turns = checkpoint.clone().filter(|_| tool_outputs.is_empty());
-    let writer =
-        Writer::new(gatekeeper, path, destinations).with_checkpoint(with_turns.map(|c| (key.clone(), c)));
-    writer.write_all(batches)?;
+    let writer = Writer::new(gatekeeper, path, destinations)
+        .with_checkpoint(with_turns.map(|c| (key.clone(), c)))
+        .with_memory(options.memory_bytes);
+    writer.write_all(turns.into_iter().map(Ok))?;
     // After the turns, in transactions of their own: a crash in between leaves the turns, and
     // importing the file again stores the outputs (those of turns already there included).
     let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;

@@ -1,4 +1,4 @@
-//! Streaming import of the canonical JSONL format, in memory bounded by one batch.
+//! Streaming import of the canonical JSONL format, in memory bounded by the batches in flight.
 //!
 //! Pass 1 reads every line to check it (so a malformed line fails the file before anything is
 //! written), counts each session's turns, and checks the file's first turns of each session
@@ -6,7 +6,7 @@
 //! new turns to the writer a batch at a time. Per-session counters are the only state kept
 //! across lines. The file must not change between the two passes.
 
-use super::batch::{BATCH_TURNS, Batch, Destination, Writer};
+use super::batch::{Destination, Writer};
 use super::plan::Continuation;
 use super::{FileReport, FileStatus, ImportOptions, SessionReport};
 use crate::error::Result;
@@ -109,7 +109,7 @@ pub(super) fn import(
     // The same lines in the same order: each session gets the number it had in pass 1.
     let mut positions = Positions::default();
     let skip = existing.clone();
-    let mut lines = lines.filter_map(move |item| {
+    let turns = lines.filter_map(move |item| {
         let (line_no, parsed) = match item {
             Ok(item) => item,
             Err(e) => return Some(Err(e.into())),
@@ -121,20 +121,7 @@ pub(super) fn import(
         seen[i] += 1;
         (seen[i] > skip[i]).then(|| Ok((i, jsonl::into_turn(line))))
     });
-    let batches = std::iter::from_fn(move || {
-        let mut batch: Batch = Vec::new();
-        for item in lines.by_ref() {
-            match item {
-                Ok(turn) => batch.push(turn),
-                Err(e) => return Some(Err(e)),
-            }
-            if batch.len() == BATCH_TURNS {
-                break;
-            }
-        }
-        (!batch.is_empty()).then_some(Ok(batch))
-    });
-    Writer::new(gatekeeper, path, destinations).write_all(batches)?;
+    Writer::new(gatekeeper, path, destinations).with_memory(options.memory_bytes).write_all(turns)?;
     // Pass 3, after the turns (as for every format): the tool results lines carry (`export`
     // writes the stored ones), those of turns already there included.
     let outputs = if options.evidence && has_results {

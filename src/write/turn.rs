@@ -46,6 +46,24 @@ impl PreparedTurn {
         PreparedTurn { user, assistant, time, tools, text: None, user_anchors, gate_filter, forward }
     }
 
+    /// Bytes it holds on the heap: its texts, its anchors and its gate filter.
+    pub fn heap_bytes(&self) -> usize {
+        let tools: usize = (self.tools.iter())
+            .map(|t| {
+                t.name.capacity() + t.call_id.as_ref().map_or(0, String::capacity) + t.arguments.capacity()
+            })
+            .sum();
+        self.user.capacity()
+            + self.assistant.capacity()
+            + self.time.as_ref().map_or(0, String::capacity)
+            + self.tools.capacity() * size_of::<ToolRecord>()
+            + tools
+            + self.text.as_ref().map_or(0, EncodedText::heap_bytes)
+            + self.user_anchors.capacity() * size_of::<HashedAnchor>()
+            + self.gate_filter.heap_bytes()
+            + self.forward.entries.capacity() * size_of::<(u64, u32, u32)>()
+    }
+
     /// The turn's anchors, merged over both sides.
     pub fn anchors(&self) -> &ForwardRecord {
         &self.forward
