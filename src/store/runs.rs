@@ -19,7 +19,7 @@
 //!
 //! Everything but the postings is written by the batch itself: turns, document frequencies
 //! and N are exact after every commit. Queries read the lists, not the runs: the import merges
-//! its runs every few batches and at its end (`write::batch::MERGE_RUNS`); a write that
+//! its runs every 131,072 turns and at its end (`write::batch::MERGE_TURNS`); a write that
 //! appends to the lists itself merges waiting runs first ([`super::View::merge_runs`]), and
 //! turns added one at a time stay pending meanwhile. Runs a killed import left are merged by
 //! the next writer that opens the index and finds no live import (`super::IndexLock`).

@@ -6,7 +6,7 @@
 //! workers, leaving the extraction one; now the pool keeps both and the OS shares the cores
 //! among the three threads. A file longer than a batch writes each batch's postings as a run
 //! (encoded, written and synced by a fourth thread while the turns are gated and stored) and
-//! merges the runs into the lists every [`MERGE_RUNS`] batches and at its end.
+//! merges the runs into the lists every [`MERGE_TURNS`] turns and at its end.
 //!
 //! Grouping a batch also counts, for each anchor of each turn, the turns of the batch before it
 //! that have it: the part of the gate's document frequencies the write view would otherwise
@@ -35,14 +35,16 @@ use std::time::{Duration, Instant};
 /// the memory budget ([`Sizer`]) ends most batches before this many turns.
 pub const BATCH_TURNS: usize = 16_384;
 
-/// Runs an import lets wait before it merges them into the lists, inside the transaction of
-/// its next batch. Until then readers see the runs' turns but do not recall them (recall reads
-/// the lists): recall lags at most this many batches behind the import. Each merge rewrites
-/// the pages of the whole postings table, so merging often is folding each batch into the
-/// lists, what runs were made to avoid. Measured importing 1M generated turns (62 runs): a
-/// merge every 8 runs took 19.4 s against 17.7 s with one merge at the end (+9%), and the
-/// file grew 4%; every 4 runs at 200k turns, +15% and twice the file.
-pub const MERGE_RUNS: usize = 8;
+/// Turns an import lets wait in runs before it merges them into the lists, inside the
+/// transaction of its next batch. Until then readers see the runs' turns but do not recall
+/// them (recall reads the lists): recall lags at most this many turns behind the import. Each
+/// merge rewrites the pages of the whole postings table, so merging often is folding each
+/// batch into the lists, what runs were made to avoid. Measured importing 1M generated turns in
+/// batches of 16,384 (62 runs): a merge every 8 runs took 19.4 s against 17.7 s with one merge
+/// at the end (+9%), and the file grew 4%; every 4 runs at 200k turns, +15% and twice the
+/// file. Counted in turns, not runs, since the memory budget sizes the batches: at 100k turns,
+/// a merge every 8 batches of ~10,000 turns left 548 bytes a turn on disk against 345.
+pub const MERGE_TURNS: usize = 8 * BATCH_TURNS;
 
 /// Memory an import holds in turns on their way to the index, unless told otherwise: the
 /// batch being written and the one being prepared beside it, with the page cache of the index
@@ -66,6 +68,10 @@ pub(super) struct Sizer {
     /// The largest number of prepared bytes per byte read a batch measured, in 1/1024ths; 0
     /// before the first.
     growth: AtomicUsize,
+    /// What [`Sizer::probe`] measured, in 1/1024ths; 0 if it did not run. Used until a batch
+    /// is measured: a probe's few turns hold more per byte than a batch's (the batch's anchors
+    /// are shared among more turns, and its text is compressed with a dictionary).
+    guess: AtomicUsize,
 }
 
 /// Prepared bytes per byte read that the first batch is sized by, before any is measured: above
@@ -73,10 +79,14 @@ pub(super) struct Sizer {
 /// whose every character is an anchor), so the first batch stays inside the budget too.
 const FIRST_GROWTH: usize = 24 << 10;
 
+/// Bytes as read of the turns [`Sizer::probe`] prepares to measure the first batch's growth:
+/// ~10 ms of extraction, once an import.
+const PROBE_BYTES: usize = 1 << 20;
+
 impl Sizer {
     /// A sizer for `budget` bytes of turns in flight.
     pub(super) fn new(budget: usize) -> Self {
-        Sizer { batch_bytes: budget / 2, growth: AtomicUsize::new(0) }
+        Sizer { batch_bytes: budget / 2, growth: AtomicUsize::new(0), guess: AtomicUsize::new(0) }
     }
 
     /// The next batch of `turns`, with its bytes as read; `None` at their end.
@@ -87,38 +97,67 @@ impl Sizer {
     where
         I: Iterator<Item = Result<(usize, ParsedTurn), crate::Error>>,
     {
-        let growth = match self.growth.load(Ordering::Relaxed) {
-            0 => FIRST_GROWTH,
-            measured => measured,
+        let (mut batch, mut read) = (Vec::new(), 0);
+        match self.fill(&mut batch, &mut read, turns) {
+            Ok(()) => (!batch.is_empty()).then_some(Ok((batch, read))),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Adds turns to `batch`, of `read` bytes as read, while the budget allows.
+    fn fill<I>(
+        &self,
+        batch: &mut Batch,
+        read: &mut usize,
+        turns: &mut std::iter::Peekable<I>,
+    ) -> Result<(), crate::Error>
+    where
+        I: Iterator<Item = Result<(usize, ParsedTurn), crate::Error>>,
+    {
+        let growth = match (self.growth.load(Ordering::Relaxed), self.guess.load(Ordering::Relaxed)) {
+            (0, 0) => FIRST_GROWTH,
+            (0, guess) => guess,
+            (measured, _) => measured,
         };
         // The most bytes read a batch may take: at least one turn goes, whatever its size.
         let limit = ((self.batch_bytes as u128 * 1024) / growth as u128) as usize;
-        let mut batch = Vec::new();
-        let mut read = 0;
         while batch.len() < BATCH_TURNS {
             let Some(item) = turns.next_if(|item| {
-                batch.is_empty() || item.as_ref().map_or(true, |(_, t)| read + read_bytes(t) <= limit)
+                batch.is_empty() || item.as_ref().map_or(true, |(_, t)| *read + read_bytes(t) <= limit)
             }) else {
                 break;
             };
-            match item {
-                Ok(turn) => {
-                    read += read_bytes(&turn.1);
-                    batch.push(turn);
-                }
-                Err(e) => return Some(Err(e)),
-            }
+            let turn = item?;
+            *read += read_bytes(&turn.1);
+            batch.push(turn);
         }
-        (!batch.is_empty()).then_some(Ok((batch, read)))
+        Ok(())
+    }
+
+    /// Measures the growth of the first turns of `batch`, about [`PROBE_BYTES`] of them as read,
+    /// by preparing a copy of them. A batch sized by [`FIRST_GROWTH`] is then filled up to
+    /// what the budget allows: a first batch of a third of its size trained the text
+    /// dictionary on fewer sessions, and the turns table took 177 bytes a turn against 147.
+    fn probe(&self, batch: &Batch) {
+        let (mut read, mut end) = (0, 0);
+        while end < batch.len() && read < PROBE_BYTES {
+            read += read_bytes(&batch[end].1);
+            end += 1;
+        }
+        let prepared = prepare(batch[..end].to_vec(), None).heap_bytes();
+        self.guess.store(growth(read, prepared), Ordering::Relaxed);
     }
 
     /// Learns the growth of a batch of `read` bytes as read that holds `prepared` bytes.
     fn learn(&self, read: usize, prepared: usize) {
-        if read > 0 {
-            let growth = (prepared as u128 * 1024).div_ceil(read as u128);
-            self.growth.fetch_max(growth.clamp(1, usize::MAX as u128) as usize, Ordering::Relaxed);
-        }
+        self.growth.fetch_max(growth(read, prepared), Ordering::Relaxed);
     }
+}
+
+/// Prepared bytes per byte read, in 1/1024ths, at least 1.
+fn growth(read: usize, prepared: usize) -> usize {
+    let growth = (prepared as u128 * 1024).div_ceil(read.max(1) as u128);
+    growth.clamp(1, usize::MAX as u128) as usize
 }
 
 /// What a turn of a batch holds as read, its slot in the batch included.
@@ -151,6 +190,8 @@ pub struct Writer<'g> {
     /// on the first batch when the index has none (stored with the first batch written).
     dictionary: RefCell<Option<TextDictionary>>,
     sizer: Sizer,
+    /// Turns this import wrote to runs that wait to be merged.
+    run_turns: std::cell::Cell<usize>,
 }
 
 impl<'g> Writer<'g> {
@@ -167,6 +208,7 @@ impl<'g> Writer<'g> {
             wrote_checkpoint: std::cell::Cell::new(false),
             dictionary: RefCell::new(None),
             sizer: Sizer::new(DEFAULT_IMPORT_MEMORY),
+            run_turns: std::cell::Cell::new(0),
         }
     }
 
@@ -199,7 +241,14 @@ impl<'g> Writer<'g> {
         I: Iterator<Item = Result<(usize, ParsedTurn), crate::Error>> + Send,
     {
         let mut turns = turns.peekable();
-        let Some((first, read)) = self.sizer.next_batch(&mut turns).transpose()? else { return Ok(()) };
+        let Some((mut first, mut read)) = self.sizer.next_batch(&mut turns).transpose()? else {
+            return Ok(());
+        };
+        if turns.peek().is_some() {
+            // Sized by a first guess: measured, then filled to what the budget allows.
+            self.sizer.probe(&first);
+            self.sizer.fill(&mut first, &mut read, &mut turns)?;
+        }
         let dictionary = match self.gatekeeper.store().read()?.text_dictionary()? {
             Some((_, dictionary)) => Some(dictionary),
             None => train_dictionary(&first),
@@ -277,6 +326,7 @@ impl<'g> Writer<'g> {
         // Where the writer's time goes: adding the turns (gate, rows), the fold, the commit.
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
         let mut spent = Vec::new();
+        let mut run_turns = 0;
         self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
             let runs_wait = view.runs_wait()?;
             // A few turns while another import's runs wait (a hook's, say) are stored as
@@ -301,9 +351,12 @@ impl<'g> Writer<'g> {
                 (view.pending().iter()).any(|(session, _, _)| ids.binary_search(&session).is_ok());
             if into_run && runs_wait && continued {
                 view.fold()?;
-            } else if into_run && view.runs_wait_at_least(MERGE_RUNS)? {
+            } else if into_run && runs_wait && self.run_turns.get() >= MERGE_TURNS {
                 view.merge_runs()?;
             }
+            // None wait once merged, here or by another process.
+            let waiting = if view.runs_wait()? { self.run_turns.get() } else { 0 };
+            run_turns = waiting + if into_run { turns } else { 0 };
             let layout = &layout;
             let (grouped, blocks) = (&layout.grouped, &layout.blocks[..]);
             let run = std::thread::scope(|scope| -> Result<_, crate::Error> {
@@ -332,6 +385,7 @@ impl<'g> Writer<'g> {
             fold_time = fold_started.elapsed();
             Ok(())
         })?;
+        self.run_turns.set(run_turns);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let total = started.elapsed();
         log::debug!(
@@ -642,6 +696,20 @@ mod tests {
         let mut all = turns(&vec![0; 1000]);
         let (batch, _) = sizer.next_batch(&mut all).unwrap().unwrap();
         assert_eq!(batch.len(), 1000 / 4);
+    }
+
+    #[test]
+    fn a_first_batch_sized_by_the_guess_is_measured_then_filled_within_the_budget() {
+        let budget = 8 << 20;
+        let sizer = Sizer::new(budget);
+        let mut all = turns(&vec![1000; 20_000]);
+        let (mut first, mut read) = sizer.next_batch(&mut all).unwrap().unwrap();
+        let guessed = first.len();
+        assert!(read * (FIRST_GROWTH >> 10) <= budget / 2);
+        sizer.probe(&first);
+        sizer.fill(&mut first, &mut read, &mut all).unwrap();
+        assert!(first.len() > 4 * guessed, "{} turns after the probe, {guessed} before", first.len());
+        assert!(prepare(first, None).heap_bytes() <= budget / 2);
     }
 
     #[test]

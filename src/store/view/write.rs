@@ -183,11 +183,6 @@ impl View<WriteSource<'_>> {
         Ok(!self.tables.runs.is_empty()?)
     }
 
-    /// Whether `runs` or more runs wait to be merged.
-    pub fn runs_wait_at_least(&self, runs: usize) -> Result<bool, Error> {
-        Ok(self.tables.runs.len()? >= runs as u64)
-    }
-
     /// Appends the postings of the runs imports recorded to the lists and forgets the runs:
     /// the import that writes them, every few batches and at its end, and any write that
     /// appends to the lists while runs wait, first (a list's postings must stay in turn
