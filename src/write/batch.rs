@@ -61,7 +61,8 @@ pub type Batch = Vec<(usize, ParsedTurn)>;
 /// grows with its text by a factor that depends on the language and on the log: each prepared
 /// batch measures it (its bytes on the heap over its turns' bytes as read), and the next batch
 /// is sized by the largest factor measured so far (batches of one log differ by a fifth). The
-/// first batch is sized by [`FIRST_GROWTH`].
+/// first batch is sized by [`FIRST_GROWTH`], then, when more turns follow it, measured on a
+/// copy of its first turns ([`Sizer::probe`]) and filled to what that allows.
 pub(super) struct Sizer {
     /// Bytes a prepared batch may hold.
     batch_bytes: usize,
