@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 /// Measured importing 1M generated turns when each batch folded into the posting lists: 8,192
 /// turns a batch took 67–78 s at 241–246 MiB peak RSS, 16,384 took 52–53 s at 256–280 MiB,
 /// 32,768 took 51 s at 532 MiB. Batches of a longer file now go to runs (`store::runs`), and
-/// the memory budget ([`Sizer`]) ends most batches before this many turns.
+/// the memory budget (`ImportOptions::memory_bytes`) ends most batches before this many turns.
 pub const BATCH_TURNS: usize = 16_384;
 
 /// Turns an import lets wait in runs before it merges them into the lists, inside the
