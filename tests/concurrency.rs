@@ -11,8 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Turns an import writes per batch (`write::batch::BATCH_TURNS`).
+/// Turns an import writes per batch (`write::batch::BATCH_TURNS`), under a memory budget that
+/// lets every batch be full ([`FULL_BATCHES`]).
 const BATCH: u64 = 16_384;
+/// `import --memory-mib` for batches of [`BATCH`] turns of the generated corpus (at the default
+/// budget they end near 10,000).
+const FULL_BATCHES: &str = "4096";
 /// A writer waits for the import's batch in progress (seconds; batches of a debug build take
 /// a few seconds on a loaded machine).
 const WRITER_WAIT: &str = "60";
@@ -138,7 +142,18 @@ fn readers_and_writers_go_on_through_an_import_and_every_acknowledged_turn_is_st
     let import_started = Instant::now();
     // The import waits for the writers' adds between its batches: on a loaded machine that can
     // pass the default 5 s, which is not what this test is about.
-    let import = run_at(&db, ["--busy-timeout", WRITER_WAIT, "-q", "import", bulk.to_str().ok_or("path")?])?;
+    let import = run_at(
+        &db,
+        [
+            "--busy-timeout",
+            WRITER_WAIT,
+            "-q",
+            "import",
+            "--memory-mib",
+            FULL_BATCHES,
+            bulk.to_str().ok_or("path")?,
+        ],
+    )?;
     let import_ended = Instant::now();
     // A last round of calls after the import.
     std::thread::sleep(Duration::from_millis(500));
@@ -222,7 +237,7 @@ fn processes_killed_at_random_points_leave_a_verified_index_with_every_acknowled
     let mut rounds = 0;
     while rounds < 2 || (rounds < 6 && started.elapsed() < Duration::from_secs(40)) {
         rounds += 1;
-        let mut importer = spawn(&db, &["-q", "import", bulk])?;
+        let mut importer = spawn(&db, &["-q", "import", "--memory-mib", FULL_BATCHES, bulk])?;
         let mut reader = spawn(&db, &["select", "-s", "seed", "redis lock renewal"])?;
         let mut writer = spawn(
             &db,
@@ -260,7 +275,7 @@ fn processes_killed_at_random_points_leave_a_verified_index_with_every_acknowled
         );
     }
     // The import, run again, completes what the killed ones began.
-    let out = run_at(&db, ["-q", "import", bulk])?;
+    let out = run_at(&db, ["-q", "import", "--memory-mib", FULL_BATCHES, bulk])?;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(turns_of(&session_turns(&db)?, "bulk-"), turns);
     let verify = run_at(&db, ["verify"])?;

@@ -127,12 +127,12 @@ fn a_compact_killed_at_any_point_leaves_the_index_answering_as_before() -> TestR
 #[test]
 fn an_interrupted_import_whose_run_file_is_lost_is_recovered_by_rebuild() -> TestResult {
     let env = TestEnv::new()?;
-    // Eight batches of `ctxgate::BATCH_TURNS`, each written as a run: the kill lands
-    // after the first batch's commit, which records its run.
+    // Eight batches of `ctxgate::BATCH_TURNS` (a budget that lets each be full), each written
+    // as a run: the kill lands after the first batch's commit, which records its run.
     let log = write_service_log(&env, "big.jsonl", 8 * ctxgate::BATCH_TURNS, |i| format!("s{}", i % 3))?;
     let runs = env.dir.path().join("index.redb.runs");
     assert!(env.db.ends_with("index.redb"), "the run file is named after the index");
-    let mut child = (ctxgate().arg("--db").arg(&env.db).arg("import").arg(&log))
+    let mut child = (ctxgate().arg("--db").arg(&env.db).args(["import", "--memory-mib", "4096"]).arg(&log))
         .env("CTXGATE_LOG", "debug")
         .stderr(std::process::Stdio::piped())
         .spawn()?;

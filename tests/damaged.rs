@@ -510,8 +510,9 @@ fn interrupted_import(db: &Path, dir: &Path) -> TestResult {
         text.push_str(&format!("{line}\n"));
     }
     std::fs::write(&log, text)?;
+    // A budget that lets each batch hold BATCH_TURNS turns.
     let mut child = ctxgate(db)
-        .arg("import")
+        .args(["import", "--memory-mib", "4096"])
         .arg(&log)
         .env("CTXGATE_LOG", "debug")
         .stderr(std::process::Stdio::piped())
