@@ -427,3 +427,63 @@ fn compact_reports_progress_phase_by_phase_up_to_every_anchor() -> TestResult {
     assert_eq!(chunks, rows);
     Ok(())
 }
+
+/// Bytes a file takes on disk (redb grows its file ahead of use; those bytes are not written).
+#[cfg(unix)]
+fn on_disk(path: &Path) -> std::io::Result<u64> {
+    Ok(std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(path)?) * 512)
+}
+
+#[cfg(unix)]
+#[test]
+fn an_import_into_a_sparse_index_compacts_it_unless_told_not_to_or_it_is_in_use() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    // Three indexes made sparse the same way: 30 sessions imported, 25 forgotten.
+    let dbs = [dir.path().join("a.redb"), dir.path().join("b.redb"), dir.path().join("c.redb")];
+    let big = dir.path().join("big.jsonl");
+    write_log(&big, 30, 60)?;
+    let small = dir.path().join("small.jsonl");
+    std::fs::write(
+        &small,
+        "{\"session\":\"new\",\"user\":\"how do I tune redis maxmemory\",\"assistant\":\"set maxmemory_policy\"}\n",
+    )?;
+    for db in &dbs {
+        let out = cli(db, &["import", big.to_str().ok_or("path")?]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = cli(db, &["forget", "--before", "2024-01-26"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let sparse = on_disk(&dbs[0])?;
+
+    // A small import compacts the sparse index, and says so.
+    let out = cli(&dbs[0], &["--json", "import", small.to_str().ok_or("path")?]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let after = doc["compacted"]["bytes_after"].as_u64().ok_or("no compaction reported")?;
+    assert!(after < doc["compacted"]["bytes_before"].as_u64().ok_or("bytes_before")?, "{doc}");
+    assert!(on_disk(&dbs[0])? * 2 < sparse, "{} bytes on disk after, {sparse} before", on_disk(&dbs[0])?);
+
+    // Told not to, it leaves the file as it is.
+    let out = cli(&dbs[1], &["--json", "import", "--no-compact", small.to_str().ok_or("path")?]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert!(doc.get("compacted").is_none(), "{doc}");
+    assert!(on_disk(&dbs[1])? >= sparse);
+
+    // While another process holds the index for a job, the import does not wait for it.
+    let held = ctxgate::store::IndexLock::shared(&dbs[2], std::time::Duration::ZERO)?;
+    let out = cli(&dbs[2], &["--json", "import", small.to_str().ok_or("path")?]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    assert!(doc.get("compacted").is_none(), "{doc}");
+    drop(held);
+
+    // The compacted index answers as the one left sparse.
+    for query in ["redis retry_policy_3", "terraform config_27.yaml"] {
+        let answers: Vec<_> = dbs[..2]
+            .iter()
+            .map(|db| String::from_utf8_lossy(&cli(db, &["--json", "search", query]).stdout).into_owned())
+            .collect();
+        assert_eq!(answers[0], answers[1]);
+    }
+    Ok(())
+}
