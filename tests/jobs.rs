@@ -427,3 +427,120 @@ fn compact_reports_progress_phase_by_phase_up_to_every_anchor() -> TestResult {
     assert_eq!(chunks, rows);
     Ok(())
 }
+
+/// Bytes a file takes on disk (redb grows its file ahead of use; those bytes are not written).
+#[cfg(unix)]
+fn on_disk(path: &Path) -> std::io::Result<u64> {
+    Ok(std::os::unix::fs::MetadataExt::blocks(&std::fs::metadata(path)?) * 512)
+}
+
+/// Writes `turns` turns of 512 KiB that neither compress nor make anchors (one long run of a
+/// xorshift's letters and digits), alternately in sessions `a` and `b`.
+fn write_incompressible_log(path: &Path, turns: usize) -> TestResult {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut text = String::new();
+    for t in 0..turns {
+        let mut letters = String::with_capacity(1 << 19);
+        while letters.len() < 1 << 19 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            letters.extend(
+                state.to_le_bytes().iter().map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])),
+            );
+        }
+        let line = serde_json::json!({
+            "session": if t % 2 == 0 { "a" } else { "b" }, "user": format!("dump {t}"),
+            "assistant": letters, "time": "2024-01-01T00:00:00Z"
+        });
+        text.push_str(&line.to_string());
+        text.push('\n');
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+#[cfg(unix)]
+#[test]
+fn an_import_into_a_sparse_index_compacts_it_unless_told_not_to_it_is_small_or_in_use() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let small = dir.path().join("small.jsonl");
+    std::fs::write(
+        &small,
+        "{\"session\":\"new\",\"user\":\"how do I tune redis maxmemory\",\"assistant\":\"set maxmemory_policy\"}\n",
+    )?;
+    let import_small = |db: &Path, extra: &[&str]| -> Result<serde_json::Value, Box<dyn std::error::Error>> {
+        let mut args = vec!["--json", "import"];
+        args.extend_from_slice(extra);
+        args.push(small.to_str().ok_or("path")?);
+        let out = cli(db, &args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        Ok(serde_json::from_slice(&out.stdout)?)
+    };
+
+    // An index made sparse by more than the floor: 48 MiB of text in two sessions whose turns
+    // alternate, one of them forgotten (its pages are holes between the other's), three copies.
+    let dbs = [dir.path().join("a.redb"), dir.path().join("b.redb"), dir.path().join("c.redb")];
+    let bulk = dir.path().join("bulk.jsonl");
+    write_incompressible_log(&bulk, 192)?;
+    for args in
+        [vec!["import", "--no-compact", bulk.to_str().ok_or("path")?], vec!["forget", "--session", "a"]]
+    {
+        let out = cli(&dbs[0], &args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    for db in &dbs[1..] {
+        std::fs::copy(&dbs[0], db)?;
+    }
+    let sparse = on_disk(&dbs[0])?;
+
+    // A small import compacts the sparse index, and says so.
+    let doc = import_small(&dbs[0], &[])?;
+    let after = doc["compacted"]["bytes_after"].as_u64().ok_or("no compaction reported")?;
+    assert!(after < doc["compacted"]["bytes_before"].as_u64().ok_or("bytes_before")?, "{doc}");
+    let compacted = on_disk(&dbs[0])?;
+    assert!(
+        compacted + ctxgate::jobs::AUTO_COMPACT_MIN_BYTES <= sparse,
+        "{compacted} bytes on disk after, {sparse} before"
+    );
+
+    // Told not to, it leaves the file as it is.
+    let doc = import_small(&dbs[1], &["--no-compact"])?;
+    assert!(doc.get("compacted").is_none(), "{doc}");
+    assert!(on_disk(&dbs[1])? >= sparse);
+
+    // While another process holds the index for a job, the import does not wait for it.
+    let held = ctxgate::store::IndexLock::shared(&dbs[2], std::time::Duration::ZERO)?;
+    let doc = import_small(&dbs[2], &[])?;
+    assert!(doc.get("compacted").is_none(), "{doc}");
+    drop(held);
+
+    // The compacted index answers as the one left sparse.
+    for query in ["redis maxmemory", "dump 7", "dump 8"] {
+        let answers: Vec<_> = dbs[..2]
+            .iter()
+            .map(|db| String::from_utf8_lossy(&cli(db, &["--json", "search", query]).stdout).into_owned())
+            .collect();
+        assert_eq!(answers[0], answers[1]);
+    }
+
+    // A small index is mostly redb's own pages: sparse by share, with less than the floor to
+    // give back, it is left alone, by the CLI (its report is then the library's) and by
+    // `compact_if_sparse` with the CLI's floor; with no floor, it is compacted.
+    let tiny = dir.path().join("tiny.redb");
+    let log = dir.path().join("log.jsonl");
+    write_log(&log, 6, 20)?;
+    for args in [vec!["import", log.to_str().ok_or("path")?], vec!["forget", "--before", "2024-01-05"]] {
+        let out = cli(&tiny, &args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let doc = import_small(&tiny, &[])?;
+    assert!(doc.get("compacted").is_none(), "{doc}");
+    let mut gk = open(&tiny)?;
+    assert!(gk.compact_if_sparse(ctxgate::jobs::AUTO_COMPACT_MIN_BYTES, &mut |_| {})?.is_none());
+    let report =
+        gk.compact_if_sparse(0, &mut |_| {})?.ok_or("a tiny sparse index not compacted with no floor")?;
+    assert!(report.bytes_after < report.bytes_before, "{report:?}");
+    Ok(())
+}

@@ -3,21 +3,21 @@
 use super::{Global, output};
 use std::fmt::Write;
 
+/// The progress line of a compaction.
+pub fn progress_line(p: ctxgate::jobs::CompactProgress) -> String {
+    let line = match p.phase {
+        // The engine's compaction has no count to show.
+        ctxgate::jobs::CompactPhase::Compacting => format!("compact: {}", p.phase.name()),
+        _ => format!("compact: {} {}/{}", p.phase.name(), p.done, p.total),
+    };
+    format!("{line:<50}")
+}
+
 /// Compacts the index and prints the file size before and after.
 pub fn run(global: &Global) -> anyhow::Result<()> {
     let mut gatekeeper = global.open(None, None)?;
     // Progress on stderr when it is a terminal: compacting after a big `forget` takes minutes.
-    let report = output::with_progress(
-        |p: ctxgate::jobs::CompactProgress| {
-            let line = match p.phase {
-                // The engine's compaction has no count to show.
-                ctxgate::jobs::CompactPhase::Compacting => format!("compact: {}", p.phase.name()),
-                _ => format!("compact: {} {}/{}", p.phase.name(), p.done, p.total),
-            };
-            format!("{line:<50}")
-        },
-        |progress| gatekeeper.compact_with_progress(progress),
-    )?;
+    let report = output::with_progress(progress_line, |progress| gatekeeper.compact_with_progress(progress))?;
     if global.json {
         return output::print_json(&report);
     }

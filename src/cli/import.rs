@@ -27,6 +27,12 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = (ctxgate::DEFAULT_IMPORT_MEMORY >> 20) as u64,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     memory_mib: u64,
+    /// Do not compact the index afterwards. By default, when at least a quarter of what the
+    /// file holds on disk, and at least 32 MiB, is not data (a long import's merges leave a
+    /// third of free and part-full pages) and no other process is using the index, the import
+    /// ends with what `ctxgate compact` does
+    #[arg(long)]
+    no_compact: bool,
     /// Files, or directories to walk for .json and .jsonl files. Every file is reported:
     /// imported, skipped (in a directory but not a log ctxgate can tell, or a link out of
     /// the directory) or failed (nothing of it written); one failure stops no other file
@@ -73,7 +79,7 @@ impl From<FormatArg> for Format {
 
 /// Imports and prints the summary.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
-    let gatekeeper = global.open(None, None)?;
+    let mut gatekeeper = global.open(None, None)?;
     let options = ImportOptions {
         format: args.format.into(),
         session: args.session.clone(),
@@ -88,10 +94,31 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         },
         |progress| gatekeeper.import_with_progress(&args.paths, &options, progress),
     )?;
-    if global.json {
-        output::print_json(&report)?;
+    let compacted = if args.no_compact || report.new_turns == 0 {
+        None
     } else {
-        output::print_text(&describe(&report))?;
+        output::with_progress(super::compact::progress_line, |progress| {
+            gatekeeper.compact_if_sparse(ctxgate::jobs::AUTO_COMPACT_MIN_BYTES, progress)
+        })?
+    };
+    if global.json {
+        let mut document = serde_json::to_value(&report)?;
+        if let (Some(object), Some(compacted)) = (document.as_object_mut(), &compacted) {
+            object.insert("compacted".into(), serde_json::to_value(compacted)?);
+        }
+        output::print_json(&document)?;
+    } else {
+        let mut text = describe(&report);
+        if let Some(c) = &compacted {
+            let mib = |bytes: u64| bytes as f64 / 1048576.0;
+            let _ = writeln!(
+                text,
+                "compacted the index: {:.1} MiB -> {:.1} MiB (free and part-full pages given back)",
+                mib(c.bytes_before),
+                mib(c.bytes_after)
+            );
+        }
+        output::print_text(&text)?;
     }
     if report.files_failed > 0 {
         return Err(super::exit::ImportIncomplete(format!(

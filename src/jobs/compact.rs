@@ -65,6 +65,16 @@ pub struct CompactProgress {
     pub total: u64,
 }
 
+/// Share of the file on disk that is not data, at which [`Gatekeeper::compact_if_sparse`]
+/// compacts: a third of the file after a long import (1M generated turns), 4% after an import
+/// of 100k turns, whose runs are merged once.
+const SPARSE_SHARE: f64 = 0.25;
+
+/// Bytes a compaction must give back for `ctxgate import` to run one: a small index is mostly
+/// redb's own pages, sparse by share but with nothing a user would miss, and a compaction
+/// needs the index to itself. Its long imports reach this (1M generated turns leave 145 MiB).
+pub const AUTO_COMPACT_MIN_BYTES: u64 = 32 << 20;
+
 impl Gatekeeper {
     /// Folds pending turns, rewrites posting lists whose chunks are not full (full chunks,
     /// numbered from 0), rewrites every chunk in key order so the posting pages fill, then
@@ -91,8 +101,50 @@ impl Gatekeeper {
     ) -> Result<CompactReport> {
         self.check_writable()?;
         let lock = crate::store::IndexLock::exclusive(self.path(), self.options().busy_timeout)?;
+        self.compact_locked(&lock, progress)
+    }
+
+    /// [`Gatekeeper::compact_with_progress`] when at least a quarter of what the index file
+    /// holds on disk, and at least `min_bytes`, is not its data (free pages, and the unused part
+    /// of part-full ones) and no other job or import holds the index; `None` if not worth it, or if another process has
+    /// it (a lock held, a transaction that outlasts the busy timeout). A long import leaves
+    /// such a file: each merge of its runs into the lists splits the posting pages it appends
+    /// to and frees the ones it copies (at 1M generated turns, a third of the file). `ctxgate
+    /// import` calls it when it is done, with [`AUTO_COMPACT_MIN_BYTES`].
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::compact`], but for `busy`.
+    pub fn compact_if_sparse(
+        &mut self,
+        min_bytes: u64,
+        progress: &mut dyn FnMut(CompactProgress),
+    ) -> Result<Option<CompactReport>> {
+        self.check_writable()?;
+        let (on_disk, data) = self.store().disk_and_data_bytes()?;
+        log::debug!("{}: {on_disk} bytes on disk, {data} of data", self.path().display());
+        let sparse = on_disk.saturating_sub(data);
+        if sparse < min_bytes || (sparse as f64) < SPARSE_SHARE * on_disk as f64 {
+            return Ok(None);
+        }
+        let Some(lock) = crate::store::IndexLock::try_exclusive(self.path())? else { return Ok(None) };
+        match self.compact_locked(&lock, progress) {
+            Ok(report) => Ok(Some(report)),
+            Err(e) if e.kind() == crate::ErrorKind::Busy => {
+                log::info!("not compacted: another process is using {}", self.path().display());
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The work of [`Gatekeeper::compact_with_progress`], under the job lock `lock`.
+    fn compact_locked(
+        &mut self,
+        lock: &crate::store::IndexLock,
+        progress: &mut dyn FnMut(CompactProgress),
+    ) -> Result<CompactReport> {
         // Holding the lock, runs left are an interrupted import's: their postings go first.
-        self.store().merge_interrupted_runs(Some(&lock))?;
+        self.store().merge_interrupted_runs(Some(lock))?;
         let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });
         let bytes_before = self.store().file_size()?;
         let (folded_turns, (lists_packed, chunks_before, chunks_after)) =
