@@ -16,6 +16,7 @@ use crate::spread;
 use crate::store::{Source, View};
 use crate::tokens::TokenEstimator;
 use crate::types::{Posting, anchor_hash};
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
@@ -122,7 +123,10 @@ pub fn select<S: Source>(
     session: &SessionRef<'_>,
     text: &str,
     params: &SelectParams<'_>,
-) -> Result<Outcome> {
+) -> Result<Outcome>
+where
+    View<S>: Sync,
+{
     let Gated { mut query, decision } = gate(view, Some(session), params.as_of, text)?;
     // Framing words identify nothing: neither their forms nor their (long) posting lists are
     // read at all.
@@ -131,7 +135,7 @@ pub fn select<S: Source>(
     query.fold_word_forms(view.corpus_stats().blocks, is_framing, |h| view.df(h))?;
     let switch = decision.topic == Topic::Switch;
     let scored = query.full_mask() & !anchors_among(&query, &framing);
-    let (postings, in_session) = session_postings(view, session.id, &query, scored, params.as_of)?;
+    let (postings, in_session) = session_postings(view, session, &query, scored, params.as_of)?;
     let held = held_mask(&postings);
     // A query that leaves the current topic, names something no conversation of the index has
     // mentioned, and shares with this history only the person's everyday phrasing (learnt from
@@ -501,19 +505,30 @@ fn deictic_pin<S: Source>(
 /// that hold each. An anchor's postings are those of all its forms, one per turn.
 fn session_postings<S: Source>(
     view: &View<S>,
-    session: u32,
+    session: &SessionRef<'_>,
     query: &QueryAnchors,
     wanted: u64,
     as_of: u32,
-) -> Result<(Vec<Vec<Posting>>, Vec<usize>)> {
-    let mut postings: Vec<Vec<Posting>> = Vec::with_capacity(query.len());
-    let mut in_session = Vec::with_capacity(query.len());
-    for (i, anchor) in query.anchors().iter().enumerate() {
+) -> Result<(Vec<Vec<Posting>>, Vec<usize>)>
+where
+    View<S>: Sync,
+{
+    // One anchor a task: a long history's lists are 100k postings, each decoded and its
+    // lengths looked up, and the lists are independent.
+    let lists = query.anchors().par_iter().enumerate().map(|(i, anchor)| -> Result<(Vec<Posting>, usize)> {
         let mut list = Vec::new();
         if wanted & (1u64 << i) != 0 {
+            // Room for them all at once, which growing step by step copies twice over. The
+            // session holds at most one posting a turn of each form, and the index at most
+            // its document frequency.
+            let mut room = 0u64;
             for hash in anchor.hashes() {
-                view.session_postings(hash, session, |p| list.push(p))?;
-                for (turn, forward) in view.pending().of_session(session) {
+                room += view.df(hash)?.min(u64::from(session.record.turn_count));
+            }
+            list.reserve(usize::try_from(room).unwrap_or(usize::MAX));
+            for hash in anchor.hashes() {
+                view.session_postings(hash, session.id, |p| list.push(p))?;
+                for (turn, forward) in view.pending().of_session(session.id) {
                     list.extend(forward.posting(turn, hash));
                 }
             }
@@ -521,16 +536,20 @@ fn session_postings<S: Source>(
                 list = merge_forms(list);
             }
         }
-        in_session.push(list.len());
-        list.retain(|p| p.turn < as_of);
-        postings.push(list);
-    }
-    Ok((postings, in_session))
+        let in_session = list.len();
+        list.truncate(list.partition_point(|p| p.turn < as_of));
+        Ok((list, in_session))
+    });
+    Ok(lists.collect::<Result<Vec<_>>>()?.into_iter().unzip())
 }
 
 /// The postings of a word's forms as one list: in turn order, one per turn, the counts of a
 /// turn's forms added up (a side's length is the same in each posting that has it).
 fn merge_forms(mut list: Vec<Posting>) -> Vec<Posting> {
+    // Often one form alone is in the session: its list is merged already.
+    if list.is_sorted_by(|a, b| a.turn < b.turn) {
+        return list;
+    }
     list.sort_by_key(|p| p.turn);
     let mut merged: Vec<Posting> = Vec::with_capacity(list.len());
     for p in list {

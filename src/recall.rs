@@ -59,7 +59,7 @@ pub struct Candidate {
 const SCORE_BLOCK_TURNS: u32 = 4096;
 
 /// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
-/// each sorted by turn). Returns the candidates in turn order; [`Ranking`] orders them.
+/// each sorted by turn). Returns the candidates in no set order; [`Ranking`] orders them.
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
@@ -83,31 +83,27 @@ pub fn score(
     let blocks: Vec<u32> = (0..=last_turn / SCORE_BLOCK_TURNS).collect();
     let per_block: Vec<Vec<Candidate>> = blocks
         .par_iter()
-        .map(|&block| {
+        .map_init(BlockSums::new, |sums, &block| {
             let low = block * SCORE_BLOCK_TURNS;
             let high = low.saturating_add(SCORE_BLOCK_TURNS);
-            let size = SCORE_BLOCK_TURNS as usize;
-            let (mut user, mut assistant, mut matched) = (vec![0.0; size], vec![0.0; size], vec![0u64; size]);
             for (index, (list, anchor)) in postings.iter().zip(query.anchors()).enumerate() {
                 let start = list.partition_point(|p| p.turn < low);
                 for p in list[start..].iter().take_while(|p| p.turn < high) {
-                    let k = (p.turn - low) as usize;
-                    user[k] += bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
-                    assistant[k] +=
+                    let user = bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
+                    let assistant =
                         bm25(anchor.idf, p.tf_assistant, p.len_assistant, context.avg_len_assistant);
-                    matched[k] |= 1u64 << index;
+                    sums.add((p.turn - low) as usize, user, assistant, 1u64 << index);
                 }
             }
-            (0..size)
-                .filter(|&k| matched[k] != 0)
-                .map(|k| {
+            sums.drain()
+                .map(|(k, user, assistant, matched)| {
                     let turn = low + k as u32;
-                    let exact = if matched[k] == full { 1.0 } else { 0.0 };
-                    let score = WEIGHT_USER * user[k] / upper_bound
-                        + WEIGHT_ASSISTANT * assistant[k] / upper_bound
+                    let exact = if matched == full { 1.0 } else { 0.0 };
+                    let score = WEIGHT_USER * user / upper_bound
+                        + WEIGHT_ASSISTANT * assistant / upper_bound
                         + WEIGHT_EXACT * exact
                         + WEIGHT_RECENCY * recency(turn, context.current_turn);
-                    Candidate { turn, score, matched: matched[k] }
+                    Candidate { turn, score, matched }
                 })
                 .collect()
         })
@@ -118,6 +114,43 @@ pub fn score(
         candidates.extend(block);
     }
     candidates
+}
+
+/// The sums of one block of [`SCORE_BLOCK_TURNS`] turns, kept by a worker from block to block:
+/// dense by turn for adding, with the turns touched listed, so that reading and clearing them
+/// costs the block's postings, not its turns (a history of 500k turns has 120 blocks, most of
+/// whose turns hold none of the query's anchors).
+struct BlockSums {
+    /// Per turn: the BM25 sums of its user and assistant sides, and the anchors it holds.
+    sums: Vec<(f64, f64, u64)>,
+    touched: Vec<u32>,
+}
+
+impl BlockSums {
+    fn new() -> Self {
+        BlockSums { sums: vec![(0.0, 0.0, 0); SCORE_BLOCK_TURNS as usize], touched: Vec::new() }
+    }
+
+    #[inline]
+    fn add(&mut self, k: usize, user: f64, assistant: f64, anchor: u64) {
+        let sums = &mut self.sums[k];
+        if sums.2 == 0 {
+            self.touched.push(k as u32);
+        }
+        sums.0 += user;
+        sums.1 += assistant;
+        sums.2 |= anchor;
+    }
+
+    /// The touched turns' `(offset, user, assistant, matched)`, in the order first touched,
+    /// each cleared.
+    fn drain(&mut self) -> impl Iterator<Item = (usize, f64, f64, u64)> + '_ {
+        self.touched.drain(..).map(|k| {
+            let k = k as usize;
+            let (user, assistant, matched) = std::mem::replace(&mut self.sums[k], (0.0, 0.0, 0));
+            (k, user, assistant, matched)
+        })
+    }
 }
 
 /// Candidates in rank order (score descending, then turn ascending), sorted lazily: the first

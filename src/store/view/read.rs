@@ -199,20 +199,27 @@ impl<S: Source> View<S> {
         mut emit: impl FnMut(Posting),
     ) -> Result<(), Error> {
         let mut norms = self.norms();
+        // A row's postings of the session, decoded, then their lengths filled in one pass.
+        let mut own: Vec<Posting> = Vec::with_capacity(postings::ROW_CAPACITY);
         let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
-            let mut own = |s: u32, mut p: Posting| {
-                if s == session && missing.is_none() {
-                    match norms.fill(session, &mut p) {
-                        Ok(()) => emit(p),
-                        Err(e) => missing = Some(e),
-                    }
+            own.clear();
+            let decoded = postings::decode_row_until(key, row, session, &mut |s, p| {
+                if s == session {
+                    own.push(p);
                 }
-            };
-            match postings::decode_row_until(key, row, session, &mut own) {
-                Ok(()) => missing.is_none(),
+            });
+            if let Err(e) = decoded {
+                *what = Some(e);
+                return false;
+            }
+            match norms.fill_all(session, &mut own) {
+                Ok(()) => {
+                    own.iter().for_each(|p| emit(*p));
+                    true
+                }
                 Err(e) => {
-                    *what = Some(e);
+                    missing = Some(e);
                     false
                 }
             }
@@ -274,8 +281,10 @@ impl<S: Source> View<S> {
             row.clear();
             postings::decode_row((s, t), value.value(), |s, p| row.push((s, p)))
                 .map_err(|e| corrupt(format!("posting row {hash:x}/{s}/{t}"), e))?;
-            for (s, mut p) in row.drain(..) {
-                norms.fill(s, &mut p)?;
+            for run in row.chunk_by_mut(|a, b| a.0 == b.0) {
+                norms.fill_all(run[0].0, run)?;
+            }
+            for (s, p) in row.drain(..) {
                 emit(s, p);
             }
         }
