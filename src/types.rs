@@ -33,19 +33,6 @@ pub struct Posting {
     pub len_assistant: u32,
 }
 
-/// What [`crate::store::Norms::fill_all`] fills: a posting, alone or keyed.
-impl AsMut<Posting> for Posting {
-    fn as_mut(&mut self) -> &mut Posting {
-        self
-    }
-}
-
-impl<K> AsMut<Posting> for (K, Posting) {
-    fn as_mut(&mut self) -> &mut Posting {
-        &mut self.1
-    }
-}
-
 impl Posting {
     /// A posting with each side's length kept only where the anchor occurs in that side.
     pub fn new(turn: u32, tf_user: u32, tf_assistant: u32, len_user: u32, len_assistant: u32) -> Self {

@@ -80,8 +80,8 @@ impl<'v> PostingCursor<'v> {
                 .map_err(|e| corrupt(format!("posting row {session}/{turn}"), e))?;
             self.at = self.postings.partition_point(|(key, _)| *key < target);
             if self.at < self.postings.len() {
-                for run in self.postings[self.at..].chunk_by_mut(|a, b| a.0 >> 32 == b.0 >> 32) {
-                    self.norms.fill_all((run[0].0 >> 32) as u32, run)?;
+                for (key, p) in &mut self.postings[self.at..] {
+                    self.norms.fill((*key >> 32) as u32, p)?;
                 }
                 return Ok(());
             }

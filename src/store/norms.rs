@@ -70,49 +70,27 @@ pub struct Norms<'v> {
     session: u32,
     start: u32,
     end: u32,
-    /// The row, read in place: a long session's list crosses a row every 4096 turns, and
-    /// copying each (8 KiB) cost more than decoding the postings in it.
-    row: Option<AccessGuard<'v, &'static [u8]>>,
+    row: Vec<u8>,
 }
 
 impl<'v> Norms<'v> {
     /// A reader of `table`.
     pub fn new(table: &'v dyn NormRows) -> Self {
-        Norms { table, session: 0, start: 0, end: 0, row: None }
+        Norms { table, session: 0, start: 0, end: 0, row: Vec::new() }
     }
 
     /// Sets the lengths of `posting`, a folded posting of `session`: a side without the anchor
     /// has length 0, as BM25 scores it 0 whatever its length.
+    #[inline]
     pub fn fill(&mut self, session: u32, posting: &mut Posting) -> Result<(), Error> {
-        self.fill_all(session, std::slice::from_mut(posting))
-    }
-
-    /// [`Norms::fill`] for each of `items`, folded postings of `session` in turn order: the
-    /// row is looked at once a run of postings in it, not once a posting (in place, it costs
-    /// more to reach than a posting takes to fill).
-    pub fn fill_all<T: AsMut<Posting>>(&mut self, session: u32, items: &mut [T]) -> Result<(), Error> {
-        let mut rest = items;
-        while let Some(first) = rest.first_mut() {
-            let turn = first.as_mut().turn;
-            if session != self.session || turn < self.start || turn >= self.end {
-                self.load(session, turn)?;
-            }
-            let (start, end) = (self.start, self.end);
-            let run = rest.iter_mut().position(|p| !(start..end).contains(&p.as_mut().turn)).unwrap_or(rest.len());
-            let (run, tail) = std::mem::take(&mut rest).split_at_mut(run);
-            rest = tail;
-            let row = self.row.as_ref().map_or(&[][..], AccessGuard::value);
-            for posting in run {
-                let posting = posting.as_mut();
-                let at = 2 * (posting.turn - start) as usize;
-                // In the row: `end` counts its whole pairs.
-                let (Some(&user), Some(&assistant)) = (row.get(at), row.get(at + 1)) else {
-                    return Err(corrupt(format!("norms of turn {session}:{}", posting.turn), "a norm row cut short"));
-                };
-                posting.len_user = if posting.tf_user == 0 { 0 } else { decode_norm(user) };
-                posting.len_assistant = if posting.tf_assistant == 0 { 0 } else { decode_norm(assistant) };
-            }
+        let turn = posting.turn;
+        if session != self.session || turn < self.start || turn >= self.end {
+            self.load(session, turn)?;
         }
+        let at = 2 * (turn - self.start) as usize;
+        let (user, assistant) = (self.row[at], self.row[at + 1]);
+        posting.len_user = if posting.tf_user == 0 { 0 } else { decode_norm(user) };
+        posting.len_assistant = if posting.tf_assistant == 0 { 0 } else { decode_norm(assistant) };
         Ok(())
     }
 
@@ -120,9 +98,12 @@ impl<'v> Norms<'v> {
     #[cold]
     fn load(&mut self, session: u32, turn: u32) -> Result<(), Error> {
         let start = turn - turn % ROW_TURNS;
-        self.row = self.table.row(block_key(session, start))?;
+        self.row.clear();
+        if let Some(row) = self.table.row(block_key(session, start))? {
+            self.row.extend_from_slice(row.value());
+        }
         // Whole pairs only: a damaged row's odd byte is not read.
-        let turns = (self.row.as_ref().map_or(0, |row| row.value().len()) / 2) as u32;
+        let turns = (self.row.len() / 2) as u32;
         (self.session, self.start, self.end) = (session, start, start + turns);
         if turn >= self.end {
             self.end = start;

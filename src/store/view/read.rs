@@ -199,27 +199,20 @@ impl<S: Source> View<S> {
         mut emit: impl FnMut(Posting),
     ) -> Result<(), Error> {
         let mut norms = self.norms();
-        // A row's postings of the session, decoded, then their lengths filled in one pass.
-        let mut own: Vec<Posting> = Vec::with_capacity(postings::ROW_CAPACITY);
         let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
-            own.clear();
-            let decoded = postings::decode_row_until(key, row, session, &mut |s, p| {
-                if s == session {
-                    own.push(p);
+            let mut own = |s: u32, mut p: Posting| {
+                if s == session && missing.is_none() {
+                    match norms.fill(session, &mut p) {
+                        Ok(()) => emit(p),
+                        Err(e) => missing = Some(e),
+                    }
                 }
-            });
-            if let Err(e) = decoded {
-                *what = Some(e);
-                return false;
-            }
-            match norms.fill_all(session, &mut own) {
-                Ok(()) => {
-                    own.iter().for_each(|p| emit(*p));
-                    true
-                }
+            };
+            match postings::decode_row_until(key, row, session, &mut own) {
+                Ok(()) => missing.is_none(),
                 Err(e) => {
-                    missing = Some(e);
+                    *what = Some(e);
                     false
                 }
             }
@@ -281,10 +274,8 @@ impl<S: Source> View<S> {
             row.clear();
             postings::decode_row((s, t), value.value(), |s, p| row.push((s, p)))
                 .map_err(|e| corrupt(format!("posting row {hash:x}/{s}/{t}"), e))?;
-            for run in row.chunk_by_mut(|a, b| a.0 == b.0) {
-                norms.fill_all(run[0].0, run)?;
-            }
-            for (s, p) in row.drain(..) {
+            for (s, mut p) in row.drain(..) {
+                norms.fill(s, &mut p)?;
                 emit(s, p);
             }
         }
