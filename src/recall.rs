@@ -264,6 +264,26 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_starts_each_block_from_nothing() {
+        // One worker scores every block with the same sums: turns at the same offset in
+        // consecutive blocks must not add up, and a turn touched in one block is not a
+        // candidate of the next.
+        let q = query(&[("alpha", 2)], 100);
+        let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 20_000 };
+        let block = SCORE_BLOCK_TURNS;
+        let postings = vec![vec![posting(5, 3, 0), posting(block + 5, 1, 0), posting(2 * block + 9, 1, 0)]];
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let mut got = one.install(|| score(&q, &postings, q.full_mask(), &context));
+        got.sort_by_key(|c| c.turn);
+        let alone = |p: Posting| score(&q, &[vec![p]], q.full_mask(), &context);
+        let expected: Vec<Candidate> = postings[0].iter().flat_map(|&p| alone(p)).collect();
+        assert_eq!(got, expected);
+        assert_eq!(got.iter().map(|c| c.turn).collect::<Vec<_>>(), vec![5, block + 5, 2 * block + 9]);
+        assert!(got[0].score > got[1].score, "tf 3 outscores tf 1: {got:?}");
+        assert_eq!(got[1].score, got[2].score);
+    }
+
+    #[test]
     fn ranking_is_a_full_sort() {
         let candidates: Vec<Candidate> = (0..2000u32)
             .map(|t| Candidate { turn: t, score: f64::from((t * 7919) % 97) / 10.0, matched: 1 })
