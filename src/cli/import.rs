@@ -97,9 +97,15 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let compacted = if args.no_compact || report.new_turns == 0 {
         None
     } else {
-        output::with_progress(super::compact::progress_line, |progress| {
+        let compacted = output::with_progress(super::compact::progress_line, |progress| {
             gatekeeper.compact_if_sparse(ctxgate::jobs::AUTO_COMPACT_MIN_BYTES, progress)
-        })?
+        });
+        // The turns are in the index by now: a compaction that fails leaves the file as the
+        // import left it, which is no reason to report the import failed.
+        compacted.unwrap_or_else(|e| {
+            log::warn!("the import is complete, but compacting the index afterwards failed: {e}; run `ctxgate compact` to try again");
+            None
+        })
     };
     if global.json {
         let mut document = serde_json::to_value(&report)?;
