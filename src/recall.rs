@@ -59,7 +59,8 @@ pub struct Candidate {
 const SCORE_BLOCK_TURNS: u32 = 4096;
 
 /// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
-/// each sorted by turn). Returns the candidates in no set order; [`Ranking`] orders them.
+/// each sorted by turn). Returns the candidates by block of turns, not by rank or turn;
+/// [`Ranking`] orders them.
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.

@@ -106,8 +106,9 @@ impl Gatekeeper {
 
     /// [`Gatekeeper::compact_with_progress`] when at least a quarter of what the index file
     /// holds on disk, and at least `min_bytes`, is not its data (free pages, and the unused part
-    /// of part-full ones) and no other job or import holds the index; `None` if not worth it, or if another process has
-    /// it (a lock held, a transaction that outlasts the busy timeout). A long import leaves
+    /// of part-full ones) and no other job or import holds the index; `None` if not worth it,
+    /// or if another process has it (a lock held, a transaction that outlasts the busy
+    /// timeout). A long import leaves
     /// such a file: each merge of its runs into the lists splits the posting pages it appends
     /// to and frees the ones it copies (at 1M generated turns, a third of the file). `ctxgate
     /// import` calls it when it is done, with [`AUTO_COMPACT_MIN_BYTES`].
