@@ -7,7 +7,7 @@ use crate::evidence::recall as evidence_recall;
 use crate::gate::{ContentWords, GateDecision, Topic};
 use crate::prompt;
 use crate::prune;
-use crate::query::QueryAnchors;
+use crate::query::{QueryAnchor, QueryAnchors};
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::segment::{Gated, SessionRef, gate, segment_start, turn_hashes};
 use crate::select::{self, Offer, Policy};
@@ -513,19 +513,22 @@ fn session_postings<S: Source>(
 where
     View<S>: Sync,
 {
-    // One anchor a task: a long history's lists are 100k postings, each decoded and its
-    // lengths looked up, and the lists are independent.
-    let lists = query.anchors().par_iter().enumerate().map(|(i, anchor)| -> Result<(Vec<Posting>, usize)> {
-        let mut list = Vec::new();
+    // Room for each list at once, which growing step by step copies twice over: the session
+    // holds at most one posting a turn of each form, and the index at most its document
+    // frequency.
+    let mut rooms = Vec::with_capacity(query.len());
+    for (i, anchor) in query.anchors().iter().enumerate() {
+        let mut room = 0u64;
         if wanted & (1u64 << i) != 0 {
-            // Room for them all at once, which growing step by step copies twice over. The
-            // session holds at most one posting a turn of each form, and the index at most
-            // its document frequency.
-            let mut room = 0u64;
             for hash in anchor.hashes() {
                 room += view.df(hash)?.min(u64::from(session.record.turn_count));
             }
-            list.reserve(usize::try_from(room).unwrap_or(usize::MAX));
+        }
+        rooms.push(usize::try_from(room).unwrap_or(usize::MAX));
+    }
+    let read = |(anchor, &room): (&QueryAnchor, &usize)| -> Result<(Vec<Posting>, usize)> {
+        let mut list = Vec::with_capacity(room);
+        if room > 0 {
             for hash in anchor.hashes() {
                 view.session_postings(hash, session.id, |p| list.push(p))?;
                 for (turn, forward) in view.pending().of_session(session.id) {
@@ -539,9 +542,20 @@ where
         let in_session = list.len();
         list.truncate(list.partition_point(|p| p.turn < as_of));
         Ok((list, in_session))
-    });
-    Ok(lists.collect::<Result<Vec<_>>>()?.into_iter().unzip())
+    };
+    // One anchor a task when the lists are long (a long history's are 100k postings, each
+    // decoded and its lengths looked up); short ones cost less than handing them out.
+    let lists: Vec<(Vec<Posting>, usize)> = if rooms.iter().sum::<usize>() >= MIN_PARALLEL_POSTINGS {
+        query.anchors().par_iter().zip(&rooms).map(read).collect::<Result<_>>()?
+    } else {
+        query.anchors().iter().zip(&rooms).map(read).collect::<Result<_>>()?
+    };
+    Ok(lists.into_iter().unzip())
 }
+
+/// Postings, at most, below which a query's lists are read one after the other: tens of
+/// microseconds of decoding, the cost of handing them to the pool's threads.
+const MIN_PARALLEL_POSTINGS: usize = 16_384;
 
 /// The postings of a word's forms as one list: in turn order, one per turn, the counts of a
 /// turn's forms added up (a side's length is the same in each posting that has it).
