@@ -74,6 +74,7 @@ mod select;
 #[cfg(feature = "server")]
 pub mod server;
 mod session;
+mod session_lists;
 mod spread;
 pub mod tokens;
 mod types;

@@ -7,16 +7,16 @@ use crate::evidence::recall as evidence_recall;
 use crate::gate::{ContentWords, GateDecision, Topic};
 use crate::prompt;
 use crate::prune;
-use crate::query::{QueryAnchor, QueryAnchors};
+use crate::query::QueryAnchors;
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::segment::{Gated, SessionRef, gate, segment_start, turn_hashes};
 use crate::select::{self, Offer, Policy};
+use crate::session_lists;
 use crate::spread;
 
 use crate::store::{Source, View};
 use crate::tokens::TokenEstimator;
 use crate::types::{Posting, anchor_hash};
-use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// Candidates looked at, best first, to find the [`RECALL_LIMIT`] that pass the filters.
@@ -135,8 +135,8 @@ where
     query.fold_word_forms(view.corpus_stats().blocks, is_framing, |h| view.df(h))?;
     let switch = decision.topic == Topic::Switch;
     let scored = query.full_mask() & !anchors_among(&query, &framing);
-    let (postings, in_session) = session_postings(view, session, &query, scored, params.as_of)?;
-    let held = held_mask(&postings);
+    let lists = session_lists::read(view, session, &query, scored, params.as_of)?;
+    let held = held_mask(&lists.history);
     // A query that leaves the current topic, names something no conversation of the index has
     // mentioned, and shares with this history only the person's everyday phrasing (learnt from
     // the other sessions, `spread`) is about something new: no turn is evidence, and only what
@@ -150,14 +150,14 @@ where
     // question does, and the latest turn is its context (`deictic_pin`), not the older turns
     // that happen to repeat its phrasing.
     let unseen = scored & !held;
-    let novel = if switch { novel_anchors(view, &query, unseen, &in_session)? } else { 0 };
+    let novel = if switch { novel_anchors(view, &query, unseen, &lists.in_session)? } else { 0 };
     let everyday = switch && (novel != 0 || (unseen == 0 && held != 0)) && {
         let asking = spread::SessionUse {
             id: session.id,
             turns: session.record.turn_count,
             as_of: params.as_of,
-            history: &postings,
-            in_session: &in_session,
+            history: &lists.history,
+            in_session: &lists.in_session,
         };
         spread::only_phrasing(view, &asking, &query, held)?
     };
@@ -169,6 +169,7 @@ where
     let focus = focus_anchors(&query, held);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
     let context = recall_context(view, params.as_of);
+    let postings = lists.history;
     let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context));
     let content_words = switch.then(|| ContentWords::of(text));
     // A focus word admits a block on a switch whatever its length: §3.3's four letters keep
@@ -498,89 +499,6 @@ fn deictic_pin<S: Source>(
         time: turn.time,
         tokens,
     }))
-}
-
-/// The postings of each query anchor in `wanted` (others get an empty list) in the session's
-/// turns `0..as_of`, folded and pending, and the number of the session's turns, all of them,
-/// that hold each. An anchor's postings are those of all its forms, one per turn.
-fn session_postings<S: Source>(
-    view: &View<S>,
-    session: &SessionRef<'_>,
-    query: &QueryAnchors,
-    wanted: u64,
-    as_of: u32,
-) -> Result<(Vec<Vec<Posting>>, Vec<usize>)>
-where
-    View<S>: Sync,
-{
-    // Room for each list at once, which growing step by step copies twice over: the session
-    // holds at most one posting a turn of each form, and the index at most its document
-    // frequency.
-    let mut rooms = Vec::with_capacity(query.len());
-    for (i, anchor) in query.anchors().iter().enumerate() {
-        let mut room = 0u64;
-        if wanted & (1u64 << i) != 0 {
-            for hash in anchor.hashes() {
-                room += view.df(hash)?.min(u64::from(session.record.turn_count));
-            }
-        }
-        rooms.push(usize::try_from(room).unwrap_or(usize::MAX));
-    }
-    let read = |(anchor, &room): (&QueryAnchor, &usize)| -> Result<(Vec<Posting>, usize)> {
-        let mut list = Vec::with_capacity(room);
-        if room > 0 {
-            for hash in anchor.hashes() {
-                view.session_postings(hash, session.id, |p| list.push(p))?;
-                for (turn, forward) in view.pending().of_session(session.id) {
-                    list.extend(forward.posting(turn, hash));
-                }
-            }
-            if !anchor.forms.is_empty() {
-                list = merge_forms(list);
-            }
-        }
-        let in_session = list.len();
-        list.truncate(list.partition_point(|p| p.turn < as_of));
-        Ok((list, in_session))
-    };
-    // One anchor a task when the lists are long (a long history's are 100k postings, each
-    // decoded and its lengths looked up); short ones cost less than handing them out.
-    let lists: Vec<(Vec<Posting>, usize)> = if rooms.iter().sum::<usize>() >= MIN_PARALLEL_POSTINGS {
-        query.anchors().par_iter().zip(&rooms).map(read).collect::<Result<_>>()?
-    } else {
-        query.anchors().iter().zip(&rooms).map(read).collect::<Result<_>>()?
-    };
-    Ok(lists.into_iter().unzip())
-}
-
-/// Postings, at most, below which a query's lists are read one after the other: tens of
-/// microseconds of decoding, the cost of handing them to the pool's threads.
-const MIN_PARALLEL_POSTINGS: usize = 16_384;
-
-/// The postings of a word's forms as one list: in turn order, one per turn, the counts of a
-/// turn's forms added up (a side's length is the same in each posting that has it).
-fn merge_forms(mut list: Vec<Posting>) -> Vec<Posting> {
-    // Often one form alone is in the session: its list is merged already.
-    if list.is_sorted_by(|a, b| a.turn < b.turn) {
-        return list;
-    }
-    list.sort_by_key(|p| p.turn);
-    let mut merged: Vec<Posting> = Vec::with_capacity(list.len());
-    for p in list {
-        match merged.last_mut() {
-            Some(last) if last.turn == p.turn => {
-                *last = Posting::new(
-                    p.turn,
-                    last.tf_user + p.tf_user,
-                    last.tf_assistant + p.tf_assistant,
-                    last.len_user.max(p.len_user),
-                    last.len_assistant.max(p.len_assistant),
-                );
-            }
-            _ => merged.push(p),
-        }
-    }
-    merged
 }
 
 fn recall_context<S: Source>(view: &View<S>, as_of: u32) -> RecallContext {

@@ -13,7 +13,7 @@ use super::error::{Error, corrupt};
 use super::grouped::{Grouped, NewBlock, for_each_list};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::lists::{AnchorWriter, store_rows};
-use super::norms::{self, Norms};
+use super::norms::{self, Norms, SessionNorms};
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::run_file::{self, RunSpan};
@@ -435,6 +435,67 @@ mod tests {
         let mut five = Vec::new();
         view.session_postings(5, 1, |p| five.push(p.turn))?;
         assert_eq!((five, view.df(5)?, view.df(6)?), (vec![0], 2, 2));
+        Ok(())
+    }
+
+    #[test]
+    fn shared_norm_rows_fill_the_lengths_each_reader_would() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        // Two anchors over three norm rows of session 0 (lengths varying by turn), and one
+        // posting in session 1.
+        let turns: Vec<u32> = (0..9000).step_by(7).collect();
+        let length = |turn: u32| 1 + turn % 97;
+        store.write(|view| -> Result<(), Error> {
+            for hash in [7, 8] {
+                let mut entries: Vec<(u32, Posting)> =
+                    turns.iter().map(|&turn| (0, Posting::new(turn, 1, 0, 0, 0))).collect();
+                entries.push((1, Posting::new(3, 0, 1, 0, 0)));
+                for chunk in entries.chunks(postings::ROW_CAPACITY) {
+                    let (session, first) = (chunk[0].0, chunk[0].1.turn);
+                    let mut row = Vec::new();
+                    postings::encode_row(chunk, &mut row);
+                    view.tables.postings.insert(keys::posting_key(hash, session, first), row.as_slice())?;
+                }
+            }
+            let mut blocks: Vec<NewBlock> = (0..9000)
+                .map(|turn| NewBlock { key: block_key(0, turn), len_user: length(turn), len_assistant: 5 })
+                .collect();
+            blocks.extend((0..4).map(|turn| NewBlock { key: block_key(1, turn), len_user: 2, len_assistant: 9 }));
+            norms::put(&mut view.tables.norms, &blocks)?;
+            Ok(())
+        })?;
+        let view = store.read()?;
+        let alone = |hash| -> Result<Vec<Posting>, Error> {
+            let mut list = Vec::new();
+            view.session_postings(hash, 0, |p| list.push(p))?;
+            Ok(list)
+        };
+        let expected = alone(7)?;
+        assert_eq!(expected.len(), turns.len());
+        assert!(expected.iter().all(|p| p.len_user == postings::decode_norm(postings::encode_norm(length(p.turn)))));
+        // Two threads share the rows of session 0: each reads what it would alone.
+        let shared = SessionNorms::new(0, 9000);
+        let sharing = |hash| -> Result<Vec<Posting>, Error> {
+            let mut list = Vec::new();
+            view.session_postings_sharing(&shared, hash, 0, |p| list.push(p))?;
+            Ok(list)
+        };
+        let (seven, eight) = std::thread::scope(|scope| {
+            let seven = scope.spawn(|| sharing(7));
+            let eight = scope.spawn(|| sharing(8));
+            (seven.join().expect("thread"), eight.join().expect("thread"))
+        });
+        assert_eq!(seven?, expected);
+        assert_eq!(eight?, alone(8)?);
+        // Another session's postings read their own rows, not the shared ones.
+        let mut other = Vec::new();
+        view.session_postings_sharing(&shared, 7, 1, |p| other.push(p))?;
+        assert_eq!(other, [Posting::new(3, 0, 1, 0, 9)]);
+        // A session's rows shared for fewer turns than it holds: the rest are read as before.
+        let short = SessionNorms::new(0, 100);
+        let mut list = Vec::new();
+        view.session_postings_sharing(&short, 7, 0, |p| list.push(p))?;
+        assert_eq!(list, expected);
         Ok(())
     }
 }

@@ -192,13 +192,28 @@ impl<S: Source> View<S> {
     }
 
     /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
-    pub fn session_postings(
+    pub fn session_postings(&self, hash: u64, session: u32, emit: impl FnMut(Posting)) -> Result<(), Error> {
+        self.session_postings_with(self.norms(), hash, session, emit)
+    }
+
+    /// [`View::session_postings`], the postings' lengths filled from rows `norms` shares.
+    pub fn session_postings_sharing<'v>(
+        &'v self,
+        norms: &'v SessionNorms,
+        hash: u64,
+        session: u32,
+        emit: impl FnMut(Posting),
+    ) -> Result<(), Error> {
+        self.session_postings_with(Norms::sharing(&self.tables.norms, norms), hash, session, emit)
+    }
+
+    fn session_postings_with(
         &self,
+        mut norms: Norms<'_>,
         hash: u64,
         session: u32,
         mut emit: impl FnMut(Posting),
     ) -> Result<(), Error> {
-        let mut norms = self.norms();
         let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
             let mut own = |s: u32, mut p: Posting| {

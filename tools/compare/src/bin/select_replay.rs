@@ -16,12 +16,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 const USAGE: &str = "usage: select_replay --dir DIR [--turns N (10000)] [--sessions S (1 + N/200)] \
-                     [--samples K (200)] [--seed X (42)] [--rounds R (4)] [--as-of T] [--dump]";
+                     [--samples K (200)] [--seed X (42)] [--rounds R (4)] [--as-of T] [--dump] [--each]";
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let (mut dir, mut turns, mut sessions, mut samples, mut seed) = (None, 10_000u64, None, 200usize, 42u64);
-    let (mut rounds, mut as_of, mut dump) = (4usize, None, false);
+    let (mut rounds, mut as_of, mut dump, mut each) = (4usize, None, false, false);
     while let Some(flag) = args.next() {
         let mut value = || args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
         match flag.as_str() {
@@ -33,6 +33,7 @@ fn main() -> Result<()> {
             "--rounds" => rounds = value()?.parse().context("--rounds")?,
             "--as-of" => as_of = Some(value()?.parse().context("--as-of")?),
             "--dump" => dump = true,
+            "--each" => each = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return Ok(());
@@ -63,14 +64,21 @@ fn main() -> Result<()> {
         }
         return Ok(());
     }
-    let mut millis = Vec::with_capacity(rounds * queries.len());
+    let mut by_query = vec![Vec::with_capacity(rounds); queries.len()];
     for _ in 0..rounds {
-        for query in &queries {
+        for (query, times) in queries.iter().zip(&mut by_query) {
             let started = Instant::now();
             std::hint::black_box(session.select_with(query, &options)?);
-            millis.push(started.elapsed().as_secs_f64() * 1e3);
+            times.push(started.elapsed().as_secs_f64() * 1e3);
         }
     }
+    if each {
+        for (query, times) in queries.iter().zip(&mut by_query) {
+            times.sort_by(f64::total_cmp);
+            println!("{:.3} ms {query}", times[times.len() / 2]);
+        }
+    }
+    let mut millis: Vec<f64> = by_query.into_iter().flatten().collect();
     millis.sort_by(f64::total_cmp);
     let at = |q: f64| millis[((millis.len() - 1) as f64 * q) as usize];
     println!("select p50 {:.3} ms, p90 {:.3} ms, {} selections", at(0.5), at(0.9), millis.len());
