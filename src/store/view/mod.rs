@@ -498,4 +498,22 @@ mod tests {
         assert_eq!(list, expected);
         Ok(())
     }
+
+    #[test]
+    fn a_session_holds_an_anchor_only_where_a_row_reaches_it() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        // One row keyed by session 0 holds anchor 7 in sessions 0 and 1; session 2 has none.
+        store.write(|view| -> Result<(), Error> {
+            let entries = [(0, posting(4)), (1, posting(2))];
+            let mut row = Vec::new();
+            postings::encode_row(&entries, &mut row);
+            view.tables.postings.insert(keys::posting_key(7, 0, 4), row.as_slice())?;
+            Ok(())
+        })?;
+        let view = store.read()?;
+        let held: Vec<bool> = (0..3).map(|s| view.session_holds(7, s)).collect::<Result<_, _>>()?;
+        assert_eq!(held, [true, true, false], "the row before session 2's place does not reach it");
+        assert!(!view.session_holds(8, 0)?);
+        Ok(())
+    }
 }

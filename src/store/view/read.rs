@@ -138,12 +138,18 @@ impl<S: Source> View<S> {
         Ok(out)
     }
 
-    /// True if some turn of `session`, folded or pending, holds the anchor: two seeks.
+    /// True if some turn of `session`, folded or pending, holds the anchor: two seeks, and at
+    /// most one row decoded (the row before the session's, keyed by an earlier session, holds
+    /// this one's postings only if its segments reach it).
     pub fn session_holds(&self, hash: u64, session: u32) -> Result<bool, Error> {
         let mut held = false;
-        self.session_rows(hash, session, |_, _, _| {
-            held = true;
-            false
+        self.session_rows(hash, session, |key, row, what| {
+            if key.0 == session {
+                held = true;
+            } else if let Err(e) = postings::decode_row_until(key, row, session, &mut |s, _| held |= s == session) {
+                *what = Some(e);
+            }
+            !held
         })?;
         if held {
             return Ok(true);
