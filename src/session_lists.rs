@@ -41,7 +41,7 @@ where
         if room == 0 {
             return Ok((Vec::new(), 0));
         }
-        let mut list = anchor_postings(view, &norms, session.id, anchor, session.record.turn_count)?;
+        let mut list = anchor_postings(view, &norms, session.id, anchor, room)?;
         let in_session = list.len();
         list.truncate(list.partition_point(|p| p.turn < as_of));
         Ok((list, in_session))
@@ -82,19 +82,17 @@ fn rooms<S: Source>(
 /// microseconds of decoding, the cost of handing them to the pool's threads.
 const MIN_PARALLEL_POSTINGS: usize = 16_384;
 
-/// The anchor's postings in the whole session, folded and pending, its forms merged.
+/// The anchor's postings in the whole session, folded and pending, its forms merged; `room`
+/// (from [`rooms`]) sizes the first form's list at once, which growing step by step copies
+/// twice over. Other forms are rarely in the session: each is read into a list of its own.
 fn anchor_postings<S: Source>(
     view: &View<S>,
     norms: &SessionNorms,
     session: u32,
     anchor: &QueryAnchor,
-    turns: u32,
+    room: usize,
 ) -> Result<Vec<Posting>> {
-    // Room for the first form's list at once, which growing step by step copies twice over:
-    // the session holds at most a posting a turn, and the index at most its document
-    // frequency. Other forms are rarely in the session: read into a list of their own.
-    let room = view.df(anchor.hash)?.min(u64::from(turns));
-    let mut merged = Vec::with_capacity(usize::try_from(room).unwrap_or(0));
+    let mut merged = Vec::with_capacity(room);
     let mut form = Vec::new();
     for (k, hash) in anchor.hashes().enumerate() {
         let list = if k == 0 { &mut merged } else { &mut form };
