@@ -132,6 +132,8 @@ pub struct Store {
     path: PathBuf,
     quick_repair: bool,
     busy_timeout: Duration,
+    /// The pending turns decoded last, shared by the views that find the table unchanged.
+    pending: view::PendingCache,
 }
 
 /// The redb handle: read-write or read-only, both in redb's multi-writer mode (see the module
@@ -293,6 +295,7 @@ impl Store {
             path: path.to_path_buf(),
             quick_repair: options.quick_repair,
             busy_timeout: options.busy_timeout,
+            pending: view::PendingCache::default(),
         }
     }
 
@@ -533,6 +536,7 @@ impl Store {
                 runs: has_rows(&txn, RUN_FILES)? || has_rows(&txn, RUNS)?,
                 checkpoints: (),
             },
+            &self.pending,
         )
     }
 
@@ -577,12 +581,16 @@ impl Store {
                 runs: txn.open_table(RUN_FILES).map_err(Error::from)?,
                 checkpoints: txn.open_table(IMPORT_CHECKPOINTS).map_err(Error::from)?,
             };
-            let mut view = View::open(&self.path, tables)?;
+            let mut view = View::open(&self.path, tables, &self.pending)?;
             let value = f(&mut view)?;
             view.save_meta()?;
-            value
+            (value, view.pending_to_cache())
         };
+        let (result, pending) = result;
         txn.commit().map_err(Error::from)?;
+        if let Some((fingerprint, blocks)) = pending {
+            self.pending.put(fingerprint, blocks);
+        }
         Ok(result)
     }
 

@@ -140,10 +140,11 @@ impl View<WriteSource<'_>> {
             }
         }
         // Pending turns of the doomed sessions leave the in-memory log too.
-        let pending = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(self.pending_mut());
+        let kept = self.pending_mut();
         for (key, forward) in pending.blocks {
             if !doomed.contains(&split_block_key(key).0) {
-                self.pending.add(key, forward);
+                kept.add(key, forward);
             }
         }
         // Folded postings: one pass over the postings table finds the rows that hold them;

@@ -1,8 +1,9 @@
 //! `View`: one consistent transaction over the tables, read-only or writable.
 //!
 //! A read view is a redb read transaction (a snapshot); a write view is the one write
-//! transaction. Both decode the pending turns once when opened, so document frequencies, N and
-//! the pending tail of a session's postings come from memory.
+//! transaction. Both hold the pending turns decoded in memory, so document frequencies, N and
+//! the pending tail of a session's postings come from memory; the store keeps the last ones
+//! decoded and shares them with every view that finds the `pending` table unchanged.
 //!
 //! Split by job: [`pending`] (the pending turns decoded in memory), `read` (lookups),
 //! `write` (new sessions and turns, the fold into lists or runs), `walk` (the whole-table
@@ -24,7 +25,7 @@ use super::{FOLD_BATCH, META_KEY, format};
 use redb::{ReadOnlyTable, ReadableTable, ReadableTableMetadata, Table};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The table types a [`View`] reads through: read-only snapshots or a write transaction.
 pub trait Source {
@@ -190,7 +191,11 @@ pub struct View<S: Source> {
     path: PathBuf,
     meta: MetaRecord,
     pub(super) tables: Tables<S>,
-    pending: PendingBlocks,
+    /// Shared with the store's [`PendingCache`] until a write changes it.
+    pending: Arc<PendingBlocks>,
+    /// The fingerprint of the `pending` table as `pending` holds it, while it is known: rows
+    /// added one at a time keep it; any other change forgets it.
+    pending_fingerprint: Option<u64>,
     meta_dirty: bool,
     /// Pending turns of this transaction without a `pending` row, by block key: their encoded
     /// `turns` rows, stored in key order by the fold, which comes before the commit.
@@ -209,25 +214,39 @@ pub struct View<S: Source> {
 }
 
 impl<S: Source> View<S> {
-    pub(super) fn open(path: &Path, tables: Tables<S>) -> Result<Self, Error> {
+    pub(super) fn open(path: &Path, tables: Tables<S>, cache: &PendingCache) -> Result<Self, Error> {
         let meta = {
             let bytes =
                 tables.meta.get(META_KEY)?.ok_or_else(|| Error::NotAnIndex { path: path.to_path_buf() })?;
             format::check_meta(path, bytes.value())?
         };
-        let mut pending = PendingBlocks::default();
+        let mut fingerprint = 0u64;
         for entry in tables.pending.iter()? {
             let (key, value) = entry?;
-            let key = key.value();
-            let forward: ForwardRecord = postcard::from_bytes(value.value())
-                .map_err(|e| corrupt(format!("anchors of pending turn {:?}", split_block_key(key)), e))?;
-            pending.add(key, forward);
+            fingerprint = fingerprint.wrapping_add(pending::row_fingerprint(key.value(), value.value()));
         }
+        let pending = match cache.get(fingerprint) {
+            Some(pending) => pending,
+            None => {
+                let mut pending = PendingBlocks::default();
+                for entry in tables.pending.iter()? {
+                    let (key, value) = entry?;
+                    let key = key.value();
+                    let forward: ForwardRecord = postcard::from_bytes(value.value())
+                        .map_err(|e| corrupt(format!("anchors of pending turn {:?}", split_block_key(key)), e))?;
+                    pending.add(key, forward);
+                }
+                let pending = Arc::new(pending);
+                cache.put(fingerprint, Arc::clone(&pending));
+                pending
+            }
+        };
         Ok(View {
             path: path.to_path_buf(),
             meta,
             tables,
             pending,
+            pending_fingerprint: Some(fingerprint),
             meta_dirty: false,
             unlogged: BTreeMap::new(),
             df_cache: Mutex::new(IdentityHashMap::default()),
@@ -247,6 +266,19 @@ impl<S: Source> View<S> {
     pub fn pending(&self) -> &PendingBlocks {
         &self.pending
     }
+
+    /// The pending turns, to change: the view's own copy from then on, its fingerprint
+    /// forgotten unless the caller keeps it.
+    fn pending_mut(&mut self) -> &mut PendingBlocks {
+        self.pending_fingerprint = None;
+        Arc::make_mut(&mut self.pending)
+    }
+
+    /// The pending turns as this view leaves the table, with the table's fingerprint, when
+    /// it is known: for the store's cache once the transaction commits.
+    pub(in crate::store) fn pending_to_cache(&self) -> Option<(u64, Arc<PendingBlocks>)> {
+        self.pending_fingerprint.map(|f| (f, Arc::clone(&self.pending)))
+    }
 }
 
 mod maintenance;
@@ -256,7 +288,7 @@ mod walk;
 mod write;
 
 pub use maintenance::Removed;
-pub use pending::PendingBlocks;
+pub use pending::{PendingBlocks, PendingCache};
 pub use walk::FoldedTotals;
 pub use write::{FoldTarget, PendingRow};
 
@@ -354,6 +386,51 @@ mod tests {
         let view = store.read()?;
         assert_eq!((view.df(5)?, view.df(6)?, view.df(7)?), (2, 1, 1), "folded at the commit");
         assert!(view.pending().is_empty());
+        Ok(())
+    }
+
+    /// The pending turns a store decoded serve its next views while the `pending` table is
+    /// unchanged, and never stand in for a table another handle changed.
+    #[test]
+    fn pending_turns_are_decoded_again_only_when_the_table_changed() -> Result<(), Box<dyn std::error::Error>> {
+        let (dir, store) = temp_store()?;
+        let options =
+            StoreOptions { cache_bytes: 1 << 20, busy_timeout: std::time::Duration::from_secs(1), quick_repair: false };
+        let other = Store::open(&dir.path().join("index.redb"), &options)?;
+        let forward = |hashes: &[u64]| ForwardRecord {
+            len_user: hashes.len() as u32,
+            len_assistant: 0,
+            entries: hashes.iter().map(|&h| (h, 1, 0)).collect(),
+        };
+        let put = |store: &Store, session: u32, turn: u32, hashes: &[u64]| {
+            store.write(|view| view.put_turn(session, turn, &turn_record(), None, forward(hashes), PendingRow::Logged))
+        };
+        put(&store, 0, 0, &[5, 6])?;
+        // The write's own blocks serve the reads after it, one copy shared.
+        let misses = store.pending.misses();
+        let (a, b) = (store.read()?, store.read()?);
+        assert_eq!(store.pending.misses(), misses, "the write's blocks kept");
+        assert!(std::ptr::eq(a.pending(), b.pending()), "one copy");
+        assert_eq!((a.pending().len(), a.df(5)?, a.df(6)?), (1, 1, 1));
+        drop((a, b));
+        // Another handle adds a turn: this one's blocks are stale and not used.
+        put(&other, 0, 1, &[5])?;
+        let view = store.read()?;
+        assert_eq!(store.pending.misses(), misses + 1);
+        assert_eq!((view.pending().len(), view.df(5)?, view.df(6)?), (2, 2, 1));
+        drop(view);
+        // Another handle removes the session: the table is empty again.
+        other.write(|view| view.remove_sessions(&[0], |_| (0, 0)).map(|_| ()))?;
+        let view = store.read()?;
+        assert_eq!((view.pending().len(), view.df(5)?), (0, 0));
+        drop(view);
+        // The same key again with other anchors: a row's content counts, not only its key.
+        put(&other, 0, 0, &[7])?;
+        put(&store, 0, 1, &[8])?;
+        let fresh = Store::open(&dir.path().join("index.redb"), &options)?;
+        for view in [store.read()?, other.read()?, fresh.read()?] {
+            assert_eq!((view.pending().len(), view.df(5)?, view.df(7)?, view.df(8)?), (2, 0, 1, 1));
+        }
         Ok(())
     }
 

@@ -1,9 +1,11 @@
-//! The pending (not yet folded) turns of a view, decoded in memory once per view.
+//! The pending (not yet folded) turns of a view, decoded in memory once per view, and the
+//! store's cache of the last ones decoded.
 
 use super::*;
+use std::sync::Arc;
 
 /// The pending (not yet folded) turns, decoded once per view.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct PendingBlocks {
     /// `(block key, anchors)` in block-key order.
     pub(super) blocks: Vec<(u64, ForwardRecord)>,
@@ -125,5 +127,47 @@ impl PendingBlocks {
             let (s, t) = split_block_key(*k);
             (s, t, f)
         })
+    }
+}
+
+/// The fingerprint of one `pending` row: the sum of these over the rows identifies the table's
+/// content (rows have distinct keys), and can be kept up to date as rows are added.
+pub(super) fn row_fingerprint(key: u64, bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(bytes, key)
+}
+
+/// The pending turns a store decoded last, by the fingerprint of the `pending` table they
+/// came from. Decoding them (up to [`FOLD_BATCH`] turns of anchors, each counted per anchor)
+/// was a seventh of a one-turn add; hashing the rows to find whether they changed is a
+/// fraction of that. Any process may have changed the table since: the fingerprint is taken
+/// from the table itself at every open, so a stale entry is only a miss.
+#[derive(Debug, Default)]
+pub struct PendingCache {
+    last: Mutex<Option<(u64, Arc<PendingBlocks>)>>,
+    /// Tables decoded because the last blocks kept were not theirs.
+    misses: std::sync::atomic::AtomicU64,
+}
+
+impl PendingCache {
+    /// The blocks decoded from a table whose fingerprint was `fingerprint`, if they are the
+    /// last ones kept.
+    pub(super) fn get(&self, fingerprint: u64) -> Option<Arc<PendingBlocks>> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let hit = last.as_ref().filter(|(f, _)| *f == fingerprint).map(|(_, blocks)| Arc::clone(blocks));
+        if hit.is_none() {
+            self.misses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        hit
+    }
+
+    /// How many views decoded the table themselves.
+    #[cfg(test)]
+    pub(super) fn misses(&self) -> u64 {
+        self.misses.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Keeps `blocks`, the content of a table whose fingerprint is `fingerprint`.
+    pub(crate) fn put(&self, fingerprint: u64, blocks: Arc<PendingBlocks>) {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((fingerprint, blocks));
     }
 }

@@ -110,16 +110,19 @@ impl View<WriteSource<'_>> {
             PendingRow::Logged => {
                 let anchors = postcard::to_allocvec(&forward)
                     .map_err(|e| corrupt(format!("turn {session}:{turn}"), e))?;
-                self.tables.pending.insert(key, anchors.as_slice())?;
+                let replaced = self.tables.pending.insert(key, anchors.as_slice())?.is_some();
                 self.tables.turns.insert(key, encoded.as_slice())?;
-                self.pending.add(key, forward);
+                let fingerprint = (self.pending_fingerprint.filter(|_| !replaced))
+                    .map(|f| f.wrapping_add(pending::row_fingerprint(key, &anchors)));
+                self.pending_mut().add(key, forward);
+                self.pending_fingerprint = fingerprint;
             }
             PendingRow::FoldInTransaction => {
                 // A turn stored before makes the fold's insert fail; one put twice fails here.
                 if self.unlogged.insert(key, encoded).is_some() {
                     return Err(corrupt(format!("turn {session}:{turn}"), "put twice"));
                 }
-                self.pending.add_uncounted(key, forward);
+                self.pending_mut().add_uncounted(key, forward);
             }
         }
         Ok(())
@@ -251,13 +254,13 @@ impl View<WriteSource<'_>> {
         target: FoldTarget,
     ) -> Result<(), Error> {
         let pending = match target {
-            FoldTarget::Postings => std::mem::take(&mut self.pending),
+            FoldTarget::Postings => std::mem::take(self.pending_mut()),
             // Turns added one at a time while runs wait stay pending (`fold_if_due`): folded
             // into the lists before the batch's run, they would need the runs merged first.
             FoldTarget::Run(_) => {
                 let mut keys: Vec<u64> = blocks.iter().map(|b| b.key).collect();
                 keys.sort_unstable();
-                self.pending.split_off(&keys).ok_or_else(|| Error::bug("fold input: not pending turns"))?
+                self.pending_mut().split_off(&keys).ok_or_else(|| Error::bug("fold input: not pending turns"))?
             }
         };
         check_fold_input(&pending, grouped, blocks)?;
@@ -314,6 +317,8 @@ impl View<WriteSource<'_>> {
         if self.pending.is_empty() {
             // The batch of a run has no rows there; the turns folded into the lists had them.
             self.tables.pending.retain(|_, _| false)?;
+            self.pending = Arc::default();
+            self.pending_fingerprint = Some(0);
         }
         self.meta.folded_blocks += pending.blocks.len() as u64;
         self.meta.folded_len_user += pending.len_user;

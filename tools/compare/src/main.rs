@@ -13,12 +13,14 @@
 //! as fast as it takes it: tantivy's documents are built and added from the rayon pool (its
 //! writer indexes on threads of its own), FTS5's anchors are made on the pool ahead of its one
 //! writing connection. The extraction alone (read, parse, extract on the pool, nothing indexed)
-//! is measured first, as the floor under every bulk import.
+//! is measured first, as the floor under every bulk import; redb's own durable commit of one
+//! turn's text, the floor under ctxgate's durable add, next.
 //!
 //! Each engine runs in child processes of this tool (`compare child PHASE ENGINE ...`), one per
 //! phase (bulk import, queries, durable adds), so peak RSS (VmHWM) is the engine's own. Every
 //! child prints one JSON object of named figures; the parent prints the table and ratios.
 
+mod commit_floor;
 mod common;
 mod ctxgate_engine;
 mod fts5_engine;
@@ -123,6 +125,8 @@ fn main() -> Result<()> {
     let mut results: BTreeMap<String, Figures> = BTreeMap::new();
     eprintln!("anchors: extract");
     results.insert(report::EXTRACT.into(), run_child(&setup, "extract", "anchors")?);
+    eprintln!("redb: durable commit floor");
+    results.insert(report::FLOOR.into(), run_child(&setup, "floor", "redb")?);
     for engine in &args.engines {
         let mut figures = Figures::new();
         figures.insert("bulk.text_bytes".into(), text_bytes as f64);
@@ -178,6 +182,7 @@ fn child(mut args: impl Iterator<Item = String>) -> Result<()> {
         ("add", "tantivy") => tantivy_engine::add(&setup)?,
         ("bulk", "fts5") => fts5_engine::bulk(&setup)?,
         ("extract", "anchors") => common::extract_only(&setup)?,
+        ("floor", "redb") => commit_floor::floor(&setup)?,
         ("query", "fts5") => fts5_engine::query(&setup)?,
         ("add", "fts5") => fts5_engine::add(&setup)?,
         _ => bail!("child: unknown phase {phase} or engine {engine}"),

@@ -137,6 +137,32 @@ fn extraction_line(results: &BTreeMap<String, Figures>) -> Option<String> {
     ))
 }
 
+/// The results' key of redb's durable commit floor (`compare child floor redb`).
+pub const FLOOR: &str = "redb commit floor";
+
+/// The line under the table: redb's own durable commit of one turn's text, in the mode
+/// ctxgate's index uses and in redb's default mode, beside ctxgate's add and FTS5's commit.
+fn floor_line(results: &BTreeMap<String, Figures>) -> Option<String> {
+    let floor = results.get(FLOOR)?;
+    let multi = *floor.get("floor.multi_writer.p50_ms")?;
+    let exclusive = floor.get("floor.exclusive.p50_ms").map_or("–".into(), |v| format!("{v:.3} ms"));
+    let times = |engine: &str| {
+        let add = results.get(engine).and_then(|f| f.get("add.p50_ms"))?;
+        Some(format!("{engine}'s durable add {:.2}x", add / multi))
+    };
+    let against: Vec<String> = ["ctxgate", "fts5"].into_iter().filter_map(times).collect();
+    Some(format!(
+        "redb's own durable commit of one turn's text (one row in one table, a file of its own), \
+         p50: {multi:.3} ms in the multi-writer mode ctxgate opens its index in (two-phase), \
+         {exclusive} in redb's default exclusive-writer mode (one-phase){}.\n",
+        if against.is_empty() {
+            String::new()
+        } else {
+            format!("; against the multi-writer floor: {}", against.join(", "))
+        }
+    ))
+}
+
 fn with_turns(setup: &Setup, results: &BTreeMap<String, Figures>) -> BTreeMap<String, Figures> {
     results
         .iter()
@@ -193,6 +219,9 @@ pub fn markdown(setup: &Setup, results: &BTreeMap<String, Figures>) -> String {
         let _ = writeln!(out, "{line}");
     }
     if let Some(line) = extraction_line(&results) {
+        let _ = write!(out, "\n{line}");
+    }
+    if let Some(line) = floor_line(&results) {
         let _ = write!(out, "\n{line}");
     }
     let _ = writeln!(out, "\n{}", targets(&results));
