@@ -383,12 +383,14 @@ pub fn tools() -> Vec<ToolSpec> {
 pub struct Core {
     db: PathBuf,
     options: Options,
+    /// Pending turns decoded by one call, for the next calls (the index is opened per call).
+    pending: std::sync::Arc<crate::store::PendingCache>,
 }
 
 impl Core {
     /// A core over the index at `db`, opened with `options` for every call.
     pub fn new(db: PathBuf, options: Options) -> Core {
-        Core { db, options }
+        Core { db, options, pending: Default::default() }
     }
 
     /// The index file.
@@ -524,7 +526,8 @@ impl Core {
         f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>,
     ) -> Result<Value, ToolError> {
         let caught = crate::store::catch_panic(&self.db, || {
-            let gatekeeper = open(&self.db, self.options.clone())?;
+            let mut gatekeeper = open(&self.db, self.options.clone())?;
+            gatekeeper.store_mut().share_pending_cache(std::sync::Arc::clone(&self.pending));
             f(&gatekeeper)
         });
         match caught {
@@ -681,6 +684,34 @@ mod tests {
         assert_eq!(selected["blocks"][0]["turn_id"], 0);
         assert!(std::fs::read(core.db()).expect("the index") == before, "a query changed the index file");
         assert_eq!(selected["schema_version"], SCHEMA_VERSION);
+    }
+
+    /// The index is opened for every call; the pending turns one call decoded or wrote serve
+    /// the next calls until another writer changes them.
+    #[test]
+    fn calls_share_the_pending_turns_until_another_writer_changes_them() {
+        let (_dir, core) = core();
+        let turn = |user: &str| serde_json::json!({"session": "s", "user": user, "assistant": "PX 30000."});
+        core.call("record_turn", args(turn("How do I expire a Redis lock?"))).expect("record_turn");
+        let misses = core.pending.misses();
+        let query = serde_json::json!({"session": "s", "query": "redis lock"});
+        for _ in 0..2 {
+            let selected = core.call("select_context", args(query.clone())).expect("select_context");
+            assert_eq!(selected["blocks"][0]["turn_id"], 0);
+        }
+        assert_eq!(core.pending.misses(), misses, "the recorded turn's pending row was decoded again");
+        let other = Gatekeeper::open(core.db(), core.options.clone()).expect("open");
+        other
+            .session("s")
+            .expect("session")
+            .add_turn("And renew the Redis lock?", "Extend it.")
+            .expect("add");
+        drop(other);
+        let selected = core.call("select_context", args(query)).expect("select_context");
+        assert_eq!(core.pending.misses(), misses + 1);
+        let turns: Vec<&Value> =
+            selected["blocks"].as_array().expect("blocks").iter().map(|b| &b["turn_id"]).collect();
+        assert!(turns.contains(&&Value::from(1)), "another writer's turn is selected: {selected}");
     }
 
     #[test]

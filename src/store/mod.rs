@@ -83,8 +83,8 @@ pub use postings::Posting;
 pub use runs::{Merged, NextRun, WrittenRun};
 pub use source_index::SourceIndex;
 pub use view::{
-    CorpusStats, Counts, FoldTarget, FoldedTotals, PendingBlocks, PendingRow, ReadSource, Removed, Source,
-    TableSize, View, WriteSource,
+    CorpusStats, Counts, FoldTarget, FoldedTotals, PendingBlocks, PendingCache, PendingRow, ReadSource, Removed,
+    Source, TableSize, View, WriteSource,
 };
 
 use error::corrupt;
@@ -132,8 +132,9 @@ pub struct Store {
     path: PathBuf,
     quick_repair: bool,
     busy_timeout: Duration,
-    /// The pending turns decoded last, shared by the views that find the table unchanged.
-    pending: view::PendingCache,
+    /// The pending turns decoded last, shared by the views that find the table unchanged
+    /// (and by other stores given the same cache: [`Store::share_pending_cache`]).
+    pending: Arc<PendingCache>,
 }
 
 /// The redb handle: read-write or read-only, both in redb's multi-writer mode (see the module
@@ -295,8 +296,15 @@ impl Store {
             path: path.to_path_buf(),
             quick_repair: options.quick_repair,
             busy_timeout: options.busy_timeout,
-            pending: view::PendingCache::default(),
+            pending: Arc::default(),
         }
+    }
+
+    /// Shares `cache` with this store: a process that opens the index for every call (the
+    /// MCP server) keeps the pending turns decoded across calls. Correct for any index, as
+    /// the cache is keyed by the content of the `pending` table.
+    pub(crate) fn share_pending_cache(&mut self, cache: Arc<PendingCache>) {
+        self.pending = cache;
     }
 
     /// Merges the runs an import that was killed before its end left (see [`runs`]) — those

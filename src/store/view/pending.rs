@@ -162,7 +162,7 @@ impl PendingCache {
 
     /// How many views decoded the table themselves.
     #[cfg(test)]
-    pub(super) fn misses(&self) -> u64 {
+    pub(crate) fn misses(&self) -> u64 {
         self.misses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
