@@ -420,16 +420,37 @@ mod tests {
         assert_eq!((view.pending().len(), view.df(5)?, view.df(6)?), (2, 2, 1));
         drop(view);
         // Another handle removes the session: the table is empty again.
-        other.write(|view| view.remove_sessions(&[0], |_| (0, 0)).map(|_| ()))?;
+        let remove = |store: &Store| store.write(|view| view.remove_sessions(&[0], |_| (0, 0)).map(|_| ()));
+        remove(&other)?;
         let view = store.read()?;
         assert_eq!((view.pending().len(), view.df(5)?), (0, 0));
         drop(view);
-        // The same key again with other anchors: a row's content counts, not only its key.
+        // A row's content counts, not only its key: this handle keeps {0:0 -> [5, 6]}, another
+        // puts other anchors under the same key.
+        put(&store, 0, 0, &[5, 6])?;
+        remove(&other)?;
         put(&other, 0, 0, &[7])?;
+        let view = store.read()?;
+        assert_eq!((view.pending().len(), view.df(5)?, view.df(7)?), (1, 0, 1));
+        drop(view);
+        // A removal by this handle hands nothing on: when another handle puts back the very
+        // rows it held before, they are read, not the removal's empty blocks.
+        remove(&store)?;
+        put(&other, 0, 0, &[7])?;
+        let view = store.read()?;
+        assert_eq!((view.pending().len(), view.df(7)?), (1, 1));
+        drop(view);
+        // A fold empties the table and hands on empty blocks, read without a decode.
+        store.write(|view| view.put_turn(1, 0, &turn_record(), None, forward(&[9]), PendingRow::FoldInTransaction))?;
+        let misses = store.pending.misses();
+        let view = store.read()?;
+        assert_eq!(store.pending.misses(), misses, "the fold's empty blocks kept");
+        assert_eq!((view.pending().len(), view.df(7)?, view.df(9)?), (0, 1, 1));
+        drop(view);
         put(&store, 0, 1, &[8])?;
         let fresh = Store::open(&dir.path().join("index.redb"), &options)?;
         for view in [store.read()?, other.read()?, fresh.read()?] {
-            assert_eq!((view.pending().len(), view.df(5)?, view.df(7)?, view.df(8)?), (2, 0, 1, 1));
+            assert_eq!((view.pending().len(), view.df(7)?, view.df(8)?, view.df(9)?), (1, 1, 1, 1));
         }
         Ok(())
     }
