@@ -461,40 +461,6 @@ fn write_incompressible_log(path: &Path, turns: usize) -> TestResult {
     Ok(())
 }
 
-/// redb grows its file ahead of what it writes: an import of generated turns leaves room it
-/// never wrote, a hole on disk but bytes in the file's length, which a listing shows and a copy
-/// writes. `compact_if_sparse` counts it as it counts free pages.
-#[cfg(unix)]
-#[test]
-fn room_the_file_grew_by_and_did_not_fill_counts_as_sparse() -> TestResult {
-    let dir = tempfile::tempdir()?;
-    let log = dir.path().join("log.jsonl");
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&log)?);
-    corpus::jsonl::write(&mut out, corpus::Corpus::new(42).spread(10_000, 50), |i| format!("s-{i:03}"))?;
-    std::io::Write::flush(&mut out)?;
-    drop(out);
-    let db = dir.path().join("index.redb");
-    let gk = open(&db)?;
-    gk.import(&[log], &ImportOptions::default())?;
-    drop(gk);
-    let (length, blocks) = (std::fs::metadata(&db)?.len(), on_disk(&db)?);
-    // The case: a quarter of the length unwritten; by the blocks alone, no compaction is due.
-    assert!(blocks * 4 <= length * 3, "{blocks} bytes on disk of {length}: no room left unwritten");
-    let mut gk = open(&db)?;
-    let report = gk.compact_if_sparse(1 << 20, &mut |_| {})?.ok_or("the room left is not given back")?;
-    drop(gk);
-    let after = std::fs::metadata(&db)?.len();
-    assert_eq!(report.bytes_before, length);
-    // What was given back is the room: the data's blocks are about what they were.
-    assert!(
-        after * 4 <= length * 3 && blocks <= after + after / 8,
-        "{length} -> {after}, {blocks} on disk before"
-    );
-    let mut gk = open(&db)?;
-    assert!(gk.compact_if_sparse(0, &mut |_| {})?.is_none(), "a compacted file is not sparse");
-    Ok(())
-}
-
 #[cfg(unix)]
 #[test]
 fn an_import_into_a_sparse_index_compacts_it_unless_told_not_to_it_is_small_or_in_use() -> TestResult {

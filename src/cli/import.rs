@@ -27,10 +27,10 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = (ctxgate::DEFAULT_IMPORT_MEMORY >> 20) as u64,
           value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     memory_mib: u64,
-    /// Do not compact the index afterwards. By default, when at least a quarter of the file,
-    /// and at least 8 MiB, is not data (room the file grew by and did not fill, and the free
-    /// and part-full pages a long import's merges leave) and no other process is using the
-    /// index, the import ends with what `ctxgate compact` does
+    /// Do not compact the index afterwards. By default, when at least a quarter of what the
+    /// file holds on disk, and at least 32 MiB, is not data (a long import's merges leave a
+    /// third of free and part-full pages) and no other process is using the index, the import
+    /// ends with what `ctxgate compact` does
     #[arg(long)]
     no_compact: bool,
     /// Files, or directories to walk for .json and .jsonl files. Every file is reported:
@@ -119,7 +119,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
             let mib = |bytes: u64| bytes as f64 / 1048576.0;
             let _ = writeln!(
                 text,
-                "compacted the index: {:.1} MiB -> {:.1} MiB (free, part-full and unwritten pages given back)",
+                "compacted the index: {:.1} MiB -> {:.1} MiB (free and part-full pages given back)",
                 mib(c.bytes_before),
                 mib(c.bytes_after)
             );

@@ -65,18 +65,15 @@ pub struct CompactProgress {
     pub total: u64,
 }
 
-/// Share of the index file that is not data, at which [`Gatekeeper::compact_if_sparse`]
-/// compacts. Generated logs, measured by the file's length: imports of 10k and 100k turns
-/// leave 40% and 33% of it unwritten room (holes that redb grew the file by), 1M turns a
-/// third free or part-full pages left by the merges of runs.
+/// Share of the file on disk that is not data, at which [`Gatekeeper::compact_if_sparse`]
+/// compacts: a third of the file after a long import (1M generated turns), 4% after an import
+/// of 100k turns, whose runs are merged once.
 const SPARSE_SHARE: f64 = 0.25;
 
 /// Bytes a compaction must give back for `ctxgate import` to run one: a small index is mostly
 /// redb's own pages, sparse by share but with nothing a user would miss, and a compaction
-/// needs the index to itself. A compaction costs about what the import spent writing the data
-/// a second time over (0.02 s after 10k generated turns, 0.12 s after 100k: 6% of those
-/// imports), and gives back 2.5 MiB at 10k, 16 MiB at 100k, 145 MiB at 1M.
-pub const AUTO_COMPACT_MIN_BYTES: u64 = 8 << 20;
+/// needs the index to itself. Its long imports reach this (1M generated turns leave 145 MiB).
+pub const AUTO_COMPACT_MIN_BYTES: u64 = 32 << 20;
 
 impl Gatekeeper {
     /// Folds pending turns, rewrites posting lists whose chunks are not full (full chunks,
@@ -107,16 +104,14 @@ impl Gatekeeper {
         self.compact_locked(&lock, progress)
     }
 
-    /// [`Gatekeeper::compact_with_progress`] when at least a quarter of the index file, and at
-    /// least `min_bytes`, is not its data (free pages, the unused part of part-full ones, and
-    /// room redb grew the file by and did not write: a hole on disk, but bytes in the file's
-    /// length, which listings show and copies write) and no other job or import holds the
-    /// index; `None` if not worth it, or if another process has it (a lock held, a transaction
-    /// that outlasts the busy timeout). An import leaves such a file: redb grows it ahead of
-    /// the data (a third of its length after 100k generated turns), and each merge of runs
-    /// into the lists splits the posting pages it appends to and frees the ones it copies (at
-    /// 1M turns, a third of the file). `ctxgate import` calls it when it is done, with
-    /// [`AUTO_COMPACT_MIN_BYTES`].
+    /// [`Gatekeeper::compact_with_progress`] when at least a quarter of what the index file
+    /// holds on disk, and at least `min_bytes`, is not its data (free pages, and the unused part
+    /// of part-full ones) and no other job or import holds the index; `None` if not worth it,
+    /// or if another process has it (a lock held, a transaction that outlasts the busy
+    /// timeout). A long import leaves
+    /// such a file: each merge of its runs into the lists splits the posting pages it appends
+    /// to and frees the ones it copies (at 1M generated turns, a third of the file). `ctxgate
+    /// import` calls it when it is done, with [`AUTO_COMPACT_MIN_BYTES`].
     ///
     /// # Errors
     /// As [`Gatekeeper::compact`], but for `busy`.
@@ -126,10 +121,10 @@ impl Gatekeeper {
         progress: &mut dyn FnMut(CompactProgress),
     ) -> Result<Option<CompactReport>> {
         self.check_writable()?;
-        let (size, data) = self.store().file_and_data_bytes()?;
-        log::debug!("{}: {size} bytes, {data} of data", self.path().display());
-        let sparse = size.saturating_sub(data);
-        if sparse < min_bytes || (sparse as f64) < SPARSE_SHARE * size as f64 {
+        let (on_disk, data) = self.store().disk_and_data_bytes()?;
+        log::debug!("{}: {on_disk} bytes on disk, {data} of data", self.path().display());
+        let sparse = on_disk.saturating_sub(data);
+        if sparse < min_bytes || (sparse as f64) < SPARSE_SHARE * on_disk as f64 {
             return Ok(None);
         }
         let Some(lock) = crate::store::IndexLock::try_exclusive(self.path())? else { return Ok(None) };

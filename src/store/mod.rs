@@ -472,22 +472,21 @@ impl Store {
             .map_err(|source| Error::Io { path: self.path.clone(), source })
     }
 
-    /// The index file's size, and the bytes its data takes (keys, values and the B-trees' own
-    /// metadata): the difference is free pages, the unused part of part-full ones, and the
-    /// room redb grew the file by ahead of use and did not fill. The size is the larger of the
-    /// file's length (what a listing shows and a copy writes; unwritten room is a hole in it)
-    /// and its blocks on disk. Takes the write lock for a moment, to read the trees' statistics.
-    pub fn file_and_data_bytes(&self) -> Result<(u64, u64), Error> {
+    /// Bytes the index file takes on disk, and bytes its data takes (keys, values and the
+    /// B-trees' own metadata): the difference is free pages and the unused part of part-full
+    /// ones (redb grows its file ahead of use; those bytes are not on disk until written).
+    /// Takes the write lock for a moment, to read the trees' statistics.
+    pub fn disk_and_data_bytes(&self) -> Result<(u64, u64), Error> {
         let metadata = std::fs::metadata(&self.path).map_err(|source| Error::Io { path: self.path.clone(), source })?;
         #[cfg(unix)]
-        let size = std::os::unix::fs::MetadataExt::blocks(&metadata).saturating_mul(512).max(metadata.len());
+        let on_disk = std::os::unix::fs::MetadataExt::blocks(&metadata).saturating_mul(512).min(metadata.len());
         #[cfg(not(unix))]
-        let size = metadata.len();
+        let on_disk = metadata.len();
         let txn = self.db.begin_write(&self.path, self.busy_timeout)?;
         let stats = txn.stats()?;
         let data = stats.stored_bytes() + stats.metadata_bytes();
         txn.abort()?;
-        Ok((size, data))
+        Ok((on_disk, data))
     }
 
     /// The import checkpoint stored for `key` (`import_checkpoints`), in its own read

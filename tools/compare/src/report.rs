@@ -260,12 +260,6 @@ fn targets(results: &BTreeMap<String, Figures>) -> String {
         false,
     );
     check(
-        "index bytes per turn by file length, as the import leaves it, <= tantivy's",
-        ratio(get("ctxgate", Source::BytesPerTurn), get("tantivy", Source::BytesPerTurn)),
-        1.0,
-        false,
-    );
-    check(
         "bulk import peak RSS <= 2x tantivy's",
         ratio(
             get("ctxgate", Source::Kib("bulk.peak_rss_kib")),
