@@ -571,7 +571,7 @@ impl Store {
         if let Some(missing) = CORE_TABLES.iter().find(|name| !present.iter().any(|p| p == *name)) {
             return Err(Error::Damaged { path: self.path.clone(), detail: format!("its table {missing} is missing") }.into());
         }
-        let result = {
+        let (result, pending) = {
             let tables = Tables {
                 meta: txn.open_table(META).map_err(Error::from)?,
                 names: txn.open_table(SESSION_NAMES).map_err(Error::from)?,
@@ -594,7 +594,6 @@ impl Store {
             view.save_meta()?;
             (value, view.pending_to_cache())
         };
-        let (result, pending) = result;
         txn.commit().map_err(Error::from)?;
         if let Some((fingerprint, blocks)) = pending {
             self.pending.put(fingerprint, blocks);

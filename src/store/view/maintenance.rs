@@ -140,8 +140,8 @@ impl View<WriteSource<'_>> {
             }
         }
         // Pending turns of the doomed sessions leave the in-memory log too.
-        let pending = std::mem::take(self.pending_mut());
         let kept = self.pending_mut();
+        let pending = std::mem::take(kept);
         for (key, forward) in pending.blocks {
             if !doomed.contains(&split_block_key(key).0) {
                 kept.add(key, forward);
