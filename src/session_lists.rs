@@ -97,7 +97,7 @@ fn anchor_postings<S: Source>(
     for (k, hash) in anchor.hashes().enumerate() {
         let list = if k == 0 { &mut merged } else { &mut form };
         list.clear();
-        view.session_postings_sharing(norms, hash, session, |p| list.push(p))?;
+        view.session_postings_sharing(norms, hash, session, list)?;
         for (turn, forward) in view.pending().of_session(session) {
             list.extend(forward.posting(turn, hash));
         }

@@ -135,6 +135,11 @@ impl<'v> Norms<'v> {
         Ok(())
     }
 
+    /// [`Norms::fill`] for each of `postings`, all of `session`.
+    pub fn fill_all(&mut self, session: u32, postings: &mut [Posting]) -> Result<(), Error> {
+        postings.iter_mut().try_for_each(|p| self.fill(session, p))
+    }
+
     /// Reads the row that holds `turn`'s norms; an error if it does not.
     #[cold]
     fn load(&mut self, session: u32, turn: u32) -> Result<(), Error> {

@@ -242,6 +242,43 @@ pub fn decode_row_until(
     last_session: u32,
     emit: &mut impl FnMut(u32, Posting),
 ) -> Result<(), CorruptChunk> {
+    let mut segment = Vec::new();
+    for_each_segment(key, row, last_session, |session, reader, count, first_turn| {
+        segment.clear();
+        decode_segment(reader, count, first_turn, &mut segment)?;
+        segment.iter().for_each(|&p| emit(session, p));
+        Ok(())
+    })
+}
+
+/// Appends to `out` the postings of `session` in a row stored under `key` (lengths 0, in turn
+/// order), with the checks of [`decode_row`] on the row up to that session's segment. Reads a
+/// long history's lists: one tight loop a segment, no call a posting.
+pub fn decode_row_session(
+    key: (u32, u32),
+    row: &[u8],
+    session: u32,
+    out: &mut Vec<Posting>,
+) -> Result<(), CorruptChunk> {
+    for_each_segment(key, row, session, |s, reader, count, first_turn| {
+        let start = out.len();
+        decode_segment(reader, count, first_turn, out)?;
+        if s != session {
+            out.truncate(start);
+        }
+        Ok(())
+    })
+}
+
+/// Walks the segments of a row stored under `key` up to `last_session`:
+/// `segment(session, reader, count, first_turn)` reads a segment's `count` postings, the first
+/// of which must be `first_turn` when given (the row's first posting is its key's).
+fn for_each_segment(
+    key: (u32, u32),
+    row: &[u8],
+    last_session: u32,
+    mut segment: impl FnMut(u32, &mut Reader<'_>, u32, Option<u32>) -> Result<(), CorruptChunk>,
+) -> Result<(), CorruptChunk> {
     let mut reader = Reader::new(row);
     let mut session = key.0;
     let mut first = true;
@@ -259,24 +296,33 @@ pub fn decode_row_until(
         if count == 0 {
             return Err(CorruptChunk { offset: at });
         }
-        let mut previous: Option<u32> = None;
-        let mut bad = None;
-        decode_postings(&mut reader, count, &mut |p: Posting| {
-            let in_order = previous.is_none_or(|t| p.turn > t);
-            let keyed = !first || previous.is_some() || p.turn == key.1;
-            if !(in_order && keyed) {
-                bad.get_or_insert(CorruptChunk { offset: at });
-            }
-            previous = Some(p.turn);
-            emit(session, p);
-        })?;
-        if let Some(bad) = bad {
-            return Err(bad);
-        }
+        segment(session, &mut reader, count, first.then_some(key.1))
+            .map_err(|e| CorruptChunk { offset: e.offset.max(at) })?;
         first = false;
     }
     if first {
         return Err(CorruptChunk { offset: 0 });
+    }
+    Ok(())
+}
+
+/// Appends a segment's `count` postings to `out`, then checks them: in strict turn order, and
+/// starting at `first_turn` when given.
+fn decode_segment(
+    reader: &mut Reader<'_>,
+    count: u32,
+    first_turn: Option<u32>,
+    out: &mut Vec<Posting>,
+) -> Result<(), CorruptChunk> {
+    let at = reader.offset;
+    let start = out.len();
+    // A posting takes a byte at least: a damaged count reserves no more than the row holds.
+    out.reserve((count as usize).min(reader.bytes.len() - reader.offset));
+    decode_postings(reader, count, &mut |p| out.push(p))?;
+    let segment = &out[start..];
+    let keyed = first_turn.is_none_or(|turn| segment.first().map(|p| p.turn) == Some(turn));
+    if !keyed || segment.windows(2).any(|w| w[0].turn >= w[1].turn) {
+        return Err(CorruptChunk { offset: at });
     }
     Ok(())
 }
@@ -567,6 +613,13 @@ mod tests {
         assert!(decode_row_until((4, 7), &row, 4, &mut |s, p| upto.push((s, p))).is_ok());
         assert_eq!(upto, entries[..2]);
         assert_eq!(row_len((4, 7), &row), Ok(3));
+        // One session's postings, appended to what the list holds.
+        let mut list = vec![posting(1, 1)];
+        assert!(decode_row_session((4, 7), &row, 6, &mut list).is_ok());
+        assert_eq!(list, [posting(1, 1), entries[2].1]);
+        list.clear();
+        assert!(decode_row_session((4, 7), &row, 5, &mut list).is_ok());
+        assert!(list.is_empty(), "no segment of session 5");
     }
 
     #[test]
@@ -580,6 +633,13 @@ mod tests {
         assert!(decode_row_all((4, 7), &[0, 0]).is_err());
         // Turns that do not increase within a segment.
         assert!(decode_row_all((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01]).is_err());
+        assert!(decode_row_session((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01], 4, &mut Vec::new()).is_err());
+        assert!(decode_row_session((4, 8), &row, 6, &mut Vec::new()).is_err(), "first turn is not the key's");
+        // A segment that claims four billion postings: an error, and room for no more than
+        // the row's bytes.
+        let mut list = Vec::new();
+        assert!(decode_row_session((4, 7), &[0, 0xff, 0xff, 0xff, 0xff, 0x0f, 7 << 2], 4, &mut list).is_err());
+        assert!(list.capacity() < 64, "{}", list.capacity());
         // Cut short: an error, or (at a segment's end) the segments before the cut.
         let whole = decode_row_all((4, 7), &row);
         for cut in 1..row.len() {
@@ -657,13 +717,21 @@ mod tests {
             let postings: Vec<Posting> = entries.iter().filter(|e| e.0 == 0).map(|e| e.1).collect();
             prop_assert_eq!(decode_all(&encode(&postings)), postings);
             let key = (entries[0].0, entries[0].1.turn);
-            prop_assert_eq!(decode_row_all(key, &row_of(&entries)), Ok(entries));
+            let row = row_of(&entries);
+            for session in [key.0, entries[entries.len() / 2].0, entries[entries.len() - 1].0] {
+                let mut list = Vec::new();
+                prop_assert_eq!(decode_row_session(key, &row, session, &mut list), Ok(()));
+                let expected: Vec<Posting> = entries.iter().filter(|e| e.0 == session).map(|e| e.1).collect();
+                prop_assert_eq!(list, expected);
+            }
+            prop_assert_eq!(decode_row_all(key, &row), Ok(entries));
         }
 
         #[test]
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode(&bytes, |_| {});
             let _ = decode_row_all((1, 2), &bytes);
+            let _ = decode_row_session((1, 2), &bytes, 3, &mut Vec::new());
         }
     }
 }

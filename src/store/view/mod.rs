@@ -575,7 +575,7 @@ mod tests {
         let shared = SessionNorms::new(0, 9000);
         let sharing = |hash| -> Result<Vec<Posting>, Error> {
             let mut list = Vec::new();
-            view.session_postings_sharing(&shared, hash, 0, |p| list.push(p))?;
+            view.session_postings_sharing(&shared, hash, 0, &mut list)?;
             Ok(list)
         };
         let (seven, eight) = std::thread::scope(|scope| {
@@ -587,12 +587,12 @@ mod tests {
         assert_eq!(eight?, alone(8)?);
         // Another session's postings read their own rows, not the shared ones.
         let mut other = Vec::new();
-        view.session_postings_sharing(&shared, 7, 1, |p| other.push(p))?;
+        view.session_postings_sharing(&shared, 7, 1, &mut other)?;
         assert_eq!(other, [Posting::new(3, 0, 1, 0, 9)]);
         // A session's rows shared for fewer turns than it holds: the rest are read as before.
         let short = SessionNorms::new(0, 100);
         let mut list = Vec::new();
-        view.session_postings_sharing(&short, 7, 0, |p| list.push(p))?;
+        view.session_postings_sharing(&short, 7, 0, &mut list)?;
         assert_eq!(list, expected);
         Ok(())
     }

@@ -202,15 +202,33 @@ impl<S: Source> View<S> {
         self.session_postings_with(self.norms(), hash, session, emit)
     }
 
-    /// [`View::session_postings`], the postings' lengths filled from rows `norms` shares.
-    pub fn session_postings_sharing<'v>(
-        &'v self,
-        norms: &'v SessionNorms,
+    /// Appends the folded postings of `hash` in `session` to `out`, in turn order, their
+    /// lengths filled from rows `norms` shares: decoded a row at a time, not a posting at a
+    /// time through a callback, as a long history's lists are read.
+    pub fn session_postings_sharing(
+        &self,
+        norms: &SessionNorms,
         hash: u64,
         session: u32,
-        emit: impl FnMut(Posting),
+        out: &mut Vec<Posting>,
     ) -> Result<(), Error> {
-        self.session_postings_with(Norms::sharing(&self.tables.norms, norms), hash, session, emit)
+        let mut norms = Norms::sharing(&self.tables.norms, norms);
+        let mut missing = None;
+        self.session_rows(hash, session, |key, row, what| {
+            let start = out.len();
+            if let Err(e) = postings::decode_row_session(key, row, session, out) {
+                *what = Some(e);
+                return false;
+            }
+            match norms.fill_all(session, &mut out[start..]) {
+                Ok(()) => true,
+                Err(e) => {
+                    missing = Some(e);
+                    false
+                }
+            }
+        })?;
+        missing.map_or(Ok(()), Err)
     }
 
     fn session_postings_with(
