@@ -170,7 +170,9 @@ where
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
     let context = recall_context(view, params.as_of);
     let postings = lists.history;
-    let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context));
+    let fill = params.policy == Policy::Fill;
+    let scan_limit = if fill { MAX_FILL_SCANNED } else { MAX_SCANNED };
+    let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context, scan_limit));
     let content_words = switch.then(|| ContentWords::of(text));
     // A focus word admits a block on a switch whatever its length: §3.3's four letters keep
     // `with` and `what` out, but also the specific short words a history holds (`dad`, `Jon`,
@@ -189,8 +191,6 @@ where
     let refers_back = names_nothing || (decision.topic == Topic::Continue && decision.deictic.is_some());
     let pinned = if refers_back { deictic_pin(view, session, &query, named, params)? } else { None };
     let pinned_turn = pinned.as_ref().map(|p| p.turn);
-    let fill = params.policy == Policy::Fill;
-    let scan_limit = if fill { MAX_FILL_SCANNED } else { MAX_SCANNED };
     let admitted = |c: &recall::Candidate| fill || c.matched & focus != 0;
     let mut offers = Vec::new();
     let mut pruned = Vec::new();

@@ -59,8 +59,10 @@ pub struct Candidate {
 const SCORE_BLOCK_TURNS: u32 = 4096;
 
 /// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
-/// each sorted by turn). Returns the candidates by block of turns, not by rank or turn;
-/// [`Ranking`] orders them.
+/// each sorted by turn). Returns the `keep` best candidates, or more (each block of turns
+/// keeps its own `keep` best, which hold the best of all), by block of turns, not by rank or
+/// turn: the first `keep` that [`Ranking`] orders them into are the best `keep` of all
+/// candidates. A long history touches ~100k turns, of which a selection looks at a few hundred.
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
@@ -72,12 +74,13 @@ pub fn score(
     postings: &[Vec<Posting>],
     scored: u64,
     context: &RecallContext,
+    keep: usize,
 ) -> Vec<Candidate> {
     let upper_bound: f64 = query.idf_of(scored) * (BM25_K1 + 1.0);
     let Some(last_turn) = postings.iter().filter_map(|list| list.last()).map(|p| p.turn).max() else {
         return Vec::new();
     };
-    if upper_bound <= 0.0 {
+    if upper_bound <= 0.0 || keep == 0 {
         return Vec::new();
     }
     let full = scored;
@@ -96,7 +99,8 @@ pub fn score(
                     sums.add((p.turn - low) as usize, user, assistant, 1u64 << index);
                 }
             }
-            sums.drain()
+            let mut candidates: Vec<Candidate> = sums
+                .drain()
                 .map(|(k, user, assistant, matched)| {
                     let turn = low + k as u32;
                     let exact = if matched == full { 1.0 } else { 0.0 };
@@ -106,7 +110,14 @@ pub fn score(
                         + WEIGHT_RECENCY * recency(turn, context.current_turn);
                     Candidate { turn, score, matched }
                 })
-                .collect()
+                .collect();
+            // Ranks are a total order (turns are distinct): no candidate past a block's
+            // `keep` best is among the `keep` best of all.
+            if candidates.len() > keep {
+                candidates.select_nth_unstable_by(keep - 1, by_rank);
+                candidates.truncate(keep);
+            }
+            candidates
         })
         .collect();
     // `flatten().collect()` cannot size its output and grows it step by step: copy once.
@@ -124,20 +135,23 @@ pub fn score(
 struct BlockSums {
     /// Per turn: the BM25 sums of its user and assistant sides, and the anchors it holds.
     sums: Vec<(f64, f64, u64)>,
+    /// The turns touched, the first `touched_len` of them: room for every turn of the block,
+    /// so that a turn is listed without a branch on whether another anchor listed it first.
     touched: Vec<u32>,
+    touched_len: usize,
 }
 
 impl BlockSums {
     fn new() -> Self {
-        BlockSums { sums: vec![(0.0, 0.0, 0); SCORE_BLOCK_TURNS as usize], touched: Vec::new() }
+        let turns = SCORE_BLOCK_TURNS as usize;
+        BlockSums { sums: vec![(0.0, 0.0, 0); turns], touched: vec![0; turns + 1], touched_len: 0 }
     }
 
     #[inline]
     fn add(&mut self, k: usize, user: f64, assistant: f64, anchor: u64) {
         let sums = &mut self.sums[k];
-        if sums.2 == 0 {
-            self.touched.push(k as u32);
-        }
+        self.touched[self.touched_len] = k as u32;
+        self.touched_len += usize::from(sums.2 == 0);
         sums.0 += user;
         sums.1 += assistant;
         sums.2 |= anchor;
@@ -146,7 +160,8 @@ impl BlockSums {
     /// The touched turns' `(offset, user, assistant, matched)`, in the order first touched,
     /// each cleared.
     fn drain(&mut self) -> impl Iterator<Item = (usize, f64, f64, u64)> + '_ {
-        self.touched.drain(..).map(|k| {
+        let touched = std::mem::take(&mut self.touched_len);
+        self.touched[..touched].iter().map(|&k| {
             let k = k as usize;
             let (user, assistant, matched) = std::mem::replace(&mut self.sums[k], (0.0, 0.0, 0));
             (k, user, assistant, matched)
@@ -207,8 +222,12 @@ pub fn bm25(idf: f64, tf: u32, len: u32, avg_len: f64) -> f64 {
 
 /// `max(0, 1 − (current_turn − turn) / window)`.
 pub fn recency(turn: u32, current_turn: u32) -> f64 {
-    let age = f64::from(current_turn.saturating_sub(turn));
-    (1.0 - age / f64::from(RECENCY_WINDOW_TURNS)).max(0.0)
+    // Most candidates of a long history are older than the window: no division for them.
+    let age = current_turn.saturating_sub(turn);
+    if age >= RECENCY_WINDOW_TURNS {
+        return 0.0;
+    }
+    1.0 - f64::from(age) / f64::from(RECENCY_WINDOW_TURNS)
 }
 
 #[cfg(test)]
@@ -236,7 +255,8 @@ mod tests {
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 10 };
         // Turn 9 has both anchors (user side); turn 2 has "lock" on the assistant side only.
         let postings = vec![vec![posting(9, 1, 0)], vec![posting(2, 0, 2), posting(9, 1, 0)]];
-        let got: Vec<Candidate> = Ranking::new(score(&q, &postings, q.full_mask(), &context)).collect();
+        let got: Vec<Candidate> =
+            Ranking::new(score(&q, &postings, q.full_mask(), &context, usize::MAX)).collect();
 
         let bound = (idf_redis + idf_lock) * 2.2;
         // len == avg, so the length factor is 1: tf·2.2 / (tf + 1.2).
@@ -257,11 +277,32 @@ mod tests {
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 500 };
         // Several score blocks, equal scores everywhere past the recency window.
         let postings = vec![(0..3000).map(|t| posting(t * 7, 1 + t % 3, 1)).collect::<Vec<_>>()];
-        let ranked = || Ranking::new(score(&q, &postings, q.full_mask(), &context)).collect::<Vec<_>>();
+        let ranked =
+            || Ranking::new(score(&q, &postings, q.full_mask(), &context, usize::MAX)).collect::<Vec<_>>();
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(ranked);
         let many = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(ranked);
         assert_eq!(one, many);
         assert!(one.windows(2).all(|w| w[0].score > w[1].score || w[0].turn < w[1].turn));
+    }
+
+    #[test]
+    fn kept_candidates_are_the_best_of_all() {
+        let q = query(&[("alpha", 2), ("beta", 5)], 100);
+        let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 40_000 };
+        // Many blocks of turns, scores spread unevenly between them, ties among them.
+        let alpha = (0..9000).map(|t| posting(t * 3 + t % 2, 1 + t % 5, t % 3)).collect::<Vec<_>>();
+        let beta = (0..4000).map(|t| posting(t * 7, t % 2, 1 + t % 4)).collect::<Vec<_>>();
+        let postings = vec![alpha, beta];
+        let all: Vec<Candidate> =
+            Ranking::new(score(&q, &postings, q.full_mask(), &context, usize::MAX)).collect();
+        assert!(all.len() > 10_000);
+        for keep in [1, 7, 200, 1000] {
+            let kept = score(&q, &postings, q.full_mask(), &context, keep);
+            assert!(kept.len() >= keep && kept.len() < all.len(), "{keep}: {}", kept.len());
+            let best: Vec<Candidate> = Ranking::new(kept).take(keep).collect();
+            assert_eq!(best, all[..keep], "keep {keep}");
+        }
+        assert!(score(&q, &postings, q.full_mask(), &context, 0).is_empty());
     }
 
     #[test]
@@ -274,9 +315,9 @@ mod tests {
         let block = SCORE_BLOCK_TURNS;
         let postings = vec![vec![posting(5, 3, 0), posting(block + 5, 1, 0), posting(2 * block + 9, 1, 0)]];
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let mut got = one.install(|| score(&q, &postings, q.full_mask(), &context));
+        let mut got = one.install(|| score(&q, &postings, q.full_mask(), &context, usize::MAX));
         got.sort_by_key(|c| c.turn);
-        let alone = |p: Posting| score(&q, &[vec![p]], q.full_mask(), &context);
+        let alone = |p: Posting| score(&q, &[vec![p]], q.full_mask(), &context, usize::MAX);
         let expected: Vec<Candidate> = postings[0].iter().flat_map(|&p| alone(p)).collect();
         assert_eq!(got, expected);
         assert_eq!(got.iter().map(|c| c.turn).collect::<Vec<_>>(), vec![5, block + 5, 2 * block + 9]);

@@ -530,7 +530,7 @@ mod tests {
             current_turn: 1_000_000,
         };
         let expected: Vec<recall::Candidate> =
-            recall::Ranking::new(recall::score(&query, &postings, query.full_mask(), &context)).collect();
+            recall::Ranking::new(recall::score(&query, &postings, query.full_mask(), &context, usize::MAX)).collect();
         assert_eq!(found.hits.len(), expected.len());
         for (hit, candidate) in found.hits.iter().zip(&expected) {
             assert_eq!((hit.turn, hit.matched), (candidate.turn, candidate.matched));
