@@ -242,12 +242,18 @@ pub fn decode_row_until(
     last_session: u32,
     emit: &mut impl FnMut(u32, Posting),
 ) -> Result<(), CorruptChunk> {
-    let mut segment = Vec::new();
+    // Streamed, checked as it goes: no buffer a call (a global search decodes a row a call).
     for_each_segment(key, row, last_session, |session, reader, count, first_turn| {
-        segment.clear();
-        decode_segment(reader, count, first_turn, &mut segment)?;
-        segment.iter().for_each(|&p| emit(session, p));
-        Ok(())
+        let mut previous: Option<u32> = None;
+        let mut bad = false;
+        decode_postings(reader, count, &mut |p: Posting| {
+            let in_order = previous.is_none_or(|t| p.turn > t);
+            let keyed = previous.is_some() || first_turn.is_none_or(|turn| p.turn == turn);
+            bad |= !(in_order && keyed);
+            previous = Some(p.turn);
+            emit(session, p);
+        })?;
+        if bad { Err(CorruptChunk { offset: 0 }) } else { Ok(()) }
     })
 }
 
