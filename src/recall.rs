@@ -59,10 +59,11 @@ pub struct Candidate {
 const SCORE_BLOCK_TURNS: u32 = 4096;
 
 /// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
-/// each sorted by turn). Returns the `keep` best candidates, or more (each block of turns
-/// keeps its own `keep` best, which hold the best of all), by block of turns, not by rank or
-/// turn: the first `keep` that [`Ranking`] orders them into are the best `keep` of all
-/// candidates. A long history touches ~100k turns, of which a selection looks at a few hundred.
+/// each sorted by turn). Each block of turns keeps at most its own `keep` best candidates;
+/// together they hold the best `keep` of all, so the first `keep` that [`Ranking`] orders them
+/// into are those (past them the ranking is incomplete). Returned by block of turns, not by
+/// rank or turn. A long history touches ~100k turns, of which a selection looks at 200, or
+/// 2,000 for `fill`.
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
@@ -136,7 +137,8 @@ struct BlockSums {
     /// Per turn: the BM25 sums of its user and assistant sides, and the anchors it holds.
     sums: Vec<(f64, f64, u64)>,
     /// The turns touched, the first `touched_len` of them: room for every turn of the block,
-    /// so that a turn is listed without a branch on whether another anchor listed it first.
+    /// so that a turn is listed without a branch on whether another anchor listed it first,
+    /// and one slot more, which takes that write once every turn is listed.
     touched: Vec<u32>,
     touched_len: usize,
 }

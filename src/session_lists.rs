@@ -98,9 +98,6 @@ fn anchor_postings<S: Source>(
         let list = if k == 0 { &mut merged } else { &mut form };
         list.clear();
         view.session_postings_sharing(norms, hash, session, list)?;
-        for (turn, forward) in view.pending().of_session(session) {
-            list.extend(forward.posting(turn, hash));
-        }
         if k > 0 && !form.is_empty() {
             merged = if merged.is_empty() { std::mem::take(&mut form) } else { merge_forms(&merged, &form) };
         }

@@ -258,8 +258,9 @@ pub fn decode_row_until(
 }
 
 /// Appends to `out` the postings of `session` in a row stored under `key` (lengths 0, in turn
-/// order), with the checks of [`decode_row`] on the row up to that session's segment. Reads a
-/// long history's lists: one tight loop a segment, no call a posting.
+/// order), with the checks of [`decode_row`] on the row up to that session's segment (on an
+/// error, `out` may hold part of the row). Reads a long history's lists: one tight loop a
+/// segment, no call a posting.
 pub fn decode_row_session(
     key: (u32, u32),
     row: &[u8],

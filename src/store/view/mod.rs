@@ -598,6 +598,32 @@ mod tests {
     }
 
     #[test]
+    fn rows_that_overlap_are_an_error_not_a_list_out_of_order() -> Result<(), Box<dyn std::error::Error>> {
+        let (_dir, store) = temp_store()?;
+        // Two rows of session 0, each whole, the second keyed inside the first's turns (as a
+        // damaged delta could leave them): scoring would index its sums out of range.
+        store.write(|view| -> Result<(), Error> {
+            for (first, count) in [(0u32, 10u32), (5, 10)] {
+                let entries: Vec<(u32, Posting)> =
+                    (first..first + count).map(|turn| (0, Posting::new(turn, 1, 0, 0, 0))).collect();
+                let mut row = Vec::new();
+                postings::encode_row(&entries, &mut row);
+                view.tables.postings.insert(keys::posting_key(7, 0, first), row.as_slice())?;
+            }
+            let blocks: Vec<NewBlock> =
+                (0..20).map(|turn| NewBlock { key: block_key(0, turn), len_user: 3, len_assistant: 4 }).collect();
+            norms::put(&mut view.tables.norms, &blocks)?;
+            Ok(())
+        })?;
+        let view = store.read()?;
+        let shared = SessionNorms::new(0, 20);
+        let mut list = Vec::new();
+        let read = view.session_postings_sharing(&shared, 7, 0, &mut list);
+        assert!(read.is_err(), "{:?}", list.iter().map(|p| p.turn).collect::<Vec<_>>());
+        Ok(())
+    }
+
+    #[test]
     fn a_session_holds_an_anchor_only_where_a_row_reaches_it() -> Result<(), Box<dyn std::error::Error>> {
         let (_dir, store) = temp_store()?;
         // One row keyed by session 0 holds anchor 7 in sessions 0 and 1; session 2 has none.

@@ -202,9 +202,11 @@ impl<S: Source> View<S> {
         self.session_postings_with(self.norms(), hash, session, emit)
     }
 
-    /// Appends the folded postings of `hash` in `session` to `out`, in turn order, their
-    /// lengths filled from rows `norms` shares: decoded a row at a time, not a posting at a
-    /// time through a callback, as a long history's lists are read.
+    /// Appends the postings of `hash` in `session` to `out`, folded then pending, in turn
+    /// order, the folded ones' lengths filled from rows `norms` shares: decoded a row at a
+    /// time, not a posting at a time through a callback, as a long history's lists are read.
+    /// Rows are checked one by one, and each against the one before: scoring relies on the
+    /// order. On an error `out` may hold part of the list.
     pub fn session_postings_sharing(
         &self,
         norms: &SessionNorms,
@@ -212,12 +214,20 @@ impl<S: Source> View<S> {
         session: u32,
         out: &mut Vec<Posting>,
     ) -> Result<(), Error> {
+        let begin = out.len();
+        let after_last = |out: &[Posting], start: usize| {
+            start == begin || out.get(start).is_none_or(|p| p.turn > out[start - 1].turn)
+        };
         let mut norms = Norms::sharing(&self.tables.norms, norms);
         let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
             let start = out.len();
             if let Err(e) = postings::decode_row_session(key, row, session, out) {
                 *what = Some(e);
+                return false;
+            }
+            if !after_last(out, start) {
+                *what = Some(postings::CorruptChunk { offset: 0 });
                 return false;
             }
             match norms.fill_all(session, &mut out[start..]) {
@@ -228,7 +238,17 @@ impl<S: Source> View<S> {
                 }
             }
         })?;
-        missing.map_or(Ok(()), Err)
+        if let Some(e) = missing {
+            return Err(e);
+        }
+        let folded = out.len();
+        for (turn, forward) in self.pending.of_session(session) {
+            out.extend(forward.posting(turn, hash));
+        }
+        if !after_last(out, folded) {
+            return Err(corrupt(format!("pending turns of session {session}"), "a turn at or before a folded one"));
+        }
+        Ok(())
     }
 
     fn session_postings_with(
