@@ -5,7 +5,8 @@ On a shared 2-core machine a run drifts by 10% from the one before, and the seco
 is the faster; a p50 over all queries of one run against one of the other mostly measures that.
 This runs the builds in the order A B B A, `--repeats` times, takes each query's median over
 the runs of a build (`select_replay --each` prints a query's median over its rounds), and
-prints the quantiles of the per-query ratios B / A and the ratio of their sums:
+prints the quantiles of the per-query ratios B / A and the ratio of their sums, then the same
+sum for A against itself, the noise floor of the run:
 
     tools/compare/ab_select.py /tmp/select_replay_a target/release/select_replay \\
         --dir D --turns 1000000 --samples 50
@@ -58,6 +59,11 @@ def main():
     print(f"B/A per query over {len(ratios)} queries: p10 {at(0.1):.2f}, p25 {at(0.25):.2f}, "
           f"p50 {at(0.5):.2f}, p75 {at(0.75):.2f}, p90 {at(0.9):.2f}; sums {sum(b) / sum(a):.3f}")
     print(f"median of the per-query medians, ms: A {statistics.median(a):.3f}, B {statistics.median(b):.3f}")
+    # The noise floor: A against itself, its run at the start of each A B B A over its run at
+    # the end. A B/A sum no further from 1 than this is not a difference between the builds.
+    first = [statistics.median(q) for q in zip(*runs[args.a][0::2])]
+    last = [statistics.median(q) for q in zip(*runs[args.a][1::2])]
+    print(f"A against itself (last run of each A B B A over the first): sums {sum(last) / sum(first):.3f}")
 
 
 if __name__ == "__main__":
