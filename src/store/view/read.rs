@@ -199,14 +199,15 @@ impl<S: Source> View<S> {
 
     /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
     pub fn session_postings(&self, hash: u64, session: u32, emit: impl FnMut(Posting)) -> Result<(), Error> {
-        self.session_postings_with(self.norms(), hash, session, emit)
+        let mut list = Vec::new();
+        self.folded_postings(self.norms(), hash, session, &mut list)?;
+        list.into_iter().for_each(emit);
+        Ok(())
     }
 
     /// Appends the postings of `hash` in `session` to `out`, folded then pending, in turn
-    /// order, the folded ones' lengths filled from rows `norms` shares: decoded a row at a
-    /// time, not a posting at a time through a callback, as a long history's lists are read.
-    /// Rows are checked one by one, and each against the one before: scoring relies on the
-    /// order. On an error `out` may hold part of the list.
+    /// order, the folded ones' lengths filled from rows `norms` shares. On an error `out` may
+    /// hold part of the list.
     pub fn session_postings_sharing(
         &self,
         norms: &SessionNorms,
@@ -214,11 +215,30 @@ impl<S: Source> View<S> {
         session: u32,
         out: &mut Vec<Posting>,
     ) -> Result<(), Error> {
+        let folded = out.len();
+        self.folded_postings(Norms::sharing(&self.tables.norms, norms), hash, session, out)?;
+        let pending = out.len();
+        for (turn, forward) in self.pending.of_session(session) {
+            out.extend(forward.posting(turn, hash));
+        }
+        if !follows(out, folded, pending) {
+            return Err(corrupt(format!("pending turns of session {session}"), "a turn at or before a folded one"));
+        }
+        Ok(())
+    }
+
+    /// Appends the folded postings of `hash` in `session` to `out`, in turn order, their
+    /// lengths filled by `norms`: decoded a row at a time, not a posting at a time through a
+    /// callback, as a long history's lists are read. Rows are checked one by one, and each
+    /// against the one before: scoring relies on the order.
+    fn folded_postings(
+        &self,
+        mut norms: Norms<'_>,
+        hash: u64,
+        session: u32,
+        out: &mut Vec<Posting>,
+    ) -> Result<(), Error> {
         let begin = out.len();
-        let after_last = |out: &[Posting], start: usize| {
-            start == begin || out.get(start).is_none_or(|p| p.turn > out[start - 1].turn)
-        };
-        let mut norms = Norms::sharing(&self.tables.norms, norms);
         let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
             let start = out.len();
@@ -226,7 +246,7 @@ impl<S: Source> View<S> {
                 *what = Some(e);
                 return false;
             }
-            if !after_last(out, start) {
+            if !follows(out, begin, start) {
                 *what = Some(postings::CorruptChunk { offset: 0 });
                 return false;
             }
@@ -234,44 +254,6 @@ impl<S: Source> View<S> {
                 Ok(()) => true,
                 Err(e) => {
                     missing = Some(e);
-                    false
-                }
-            }
-        })?;
-        if let Some(e) = missing {
-            return Err(e);
-        }
-        let folded = out.len();
-        for (turn, forward) in self.pending.of_session(session) {
-            out.extend(forward.posting(turn, hash));
-        }
-        if !after_last(out, folded) {
-            return Err(corrupt(format!("pending turns of session {session}"), "a turn at or before a folded one"));
-        }
-        Ok(())
-    }
-
-    fn session_postings_with(
-        &self,
-        mut norms: Norms<'_>,
-        hash: u64,
-        session: u32,
-        mut emit: impl FnMut(Posting),
-    ) -> Result<(), Error> {
-        let mut missing = None;
-        self.session_rows(hash, session, |key, row, what| {
-            let mut own = |s: u32, mut p: Posting| {
-                if s == session && missing.is_none() {
-                    match norms.fill(session, &mut p) {
-                        Ok(()) => emit(p),
-                        Err(e) => missing = Some(e),
-                    }
-                }
-            };
-            match postings::decode_row_until(key, row, session, &mut own) {
-                Ok(()) => missing.is_none(),
-                Err(e) => {
-                    *what = Some(e);
                     false
                 }
             }
@@ -348,4 +330,10 @@ impl View<ReadSource> {
     pub fn import_running(&self) -> bool {
         self.tables.runs
     }
+}
+
+/// Whether the postings of `list` from `start` on come after those before it, back to
+/// `begin` (a list that starts at `begin` has none before).
+fn follows(list: &[Posting], begin: usize, start: usize) -> bool {
+    start == begin || list.get(start).is_none_or(|p| p.turn > list[start - 1].turn)
 }
