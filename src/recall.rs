@@ -13,6 +13,7 @@ use crate::query::QueryAnchors;
 use crate::types::Posting;
 
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// DESIGN §3.4: blocks kept after scoring.
 pub const RECALL_LIMIT: usize = 20;
@@ -67,6 +68,11 @@ const SCORE_BLOCK_TURNS: u32 = 4096;
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
+/// Once some block has `keep` candidates, the lowest of them bounds what the best `keep` of
+/// all score at least, and the blocks scored after it pass over the turns that only the
+/// commonest anchors' lists hold when those lists together cannot reach that score
+/// ([`Bounds`], MaxScore as search engines prune with it): a long history's commonest words
+/// hold most of its postings and add the least.
 ///
 /// Only the anchors in `scored` count (framing words are left out): the upper bound that
 /// normalizes `lex` sums their IDF, and `exact` means the block has all of them.
@@ -85,19 +91,44 @@ pub fn score(
         return Vec::new();
     }
     let full = scored;
+    let bounds = Bounds::new(query, postings, upper_bound, full);
+    // The best lower bound yet on the `keep`-th best score, as the bits of a non-negative
+    // float (which order as the float does).
+    let threshold = AtomicU64::new(0);
     let blocks: Vec<u32> = (0..=last_turn / SCORE_BLOCK_TURNS).collect();
     let per_block: Vec<Vec<Candidate>> = blocks
         .par_iter()
         .map_init(BlockSums::new, |sums, &block| {
             let low = block * SCORE_BLOCK_TURNS;
             let high = low.saturating_add(SCORE_BLOCK_TURNS);
-            for (index, (list, anchor)) in postings.iter().zip(query.anchors()).enumerate() {
+            let in_block = |list: &'_ [Posting]| {
                 let start = list.partition_point(|p| p.turn < low);
-                for p in list[start..].iter().take_while(|p| p.turn < high) {
+                let end = start + list[start..].partition_point(|p| p.turn < high);
+                (start, end)
+            };
+            let skipped = bounds.below(f64::from_bits(threshold.load(Ordering::Relaxed)));
+            // The turns some list that is not skipped holds: those are scored, with every
+            // list's share, and the others only if recency may lift them.
+            for (index, list) in postings.iter().enumerate() {
+                if skipped & (1u64 << index) == 0 {
+                    let (start, end) = in_block(list);
+                    for p in &list[start..end] {
+                        sums.mark((p.turn - low) as usize, 1u64 << index);
+                    }
+                }
+            }
+            for (index, (list, anchor)) in postings.iter().zip(query.anchors()).enumerate() {
+                let (start, end) = in_block(list);
+                let skip = skipped & (1u64 << index) != 0;
+                for p in &list[start..end] {
+                    let k = (p.turn - low) as usize;
+                    if skip && !sums.is_marked(k) && recency(p.turn, context.current_turn) == 0.0 {
+                        continue;
+                    }
                     let user = bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
                     let assistant =
                         bm25(anchor.idf, p.tf_assistant, p.len_assistant, context.avg_len_assistant);
-                    sums.add((p.turn - low) as usize, user, assistant, 1u64 << index);
+                    sums.add(k, user, assistant, 1u64 << index);
                 }
             }
             let mut candidates: Vec<Candidate> = sums
@@ -118,6 +149,13 @@ pub fn score(
                 candidates.select_nth_unstable_by(keep - 1, by_rank);
                 candidates.truncate(keep);
             }
+            if candidates.len() == keep {
+                // `keep` real candidates score this much or more: so do the best `keep` of all.
+                let lowest = candidates.iter().map(|c| c.score).fold(f64::INFINITY, f64::min);
+                if lowest > 0.0 {
+                    threshold.fetch_max(lowest.to_bits(), Ordering::Relaxed);
+                }
+            }
             candidates
         })
         .collect();
@@ -127,6 +165,47 @@ pub fn score(
         candidates.extend(block);
     }
     candidates
+}
+
+/// What a turn can score from each list alone, for skipping the turns that only lists too weak
+/// to matter hold (MaxScore). An anchor adds at most `idf·(k1 + 1)` to each side's BM25
+/// (as its count grows without end), so at most `(1.5 + 0.7)·idf·(k1 + 1) / upper_bound` to
+/// the score; `exact` needs every scored anchor, and recency is never skipped.
+struct Bounds {
+    /// Non-empty lists by what they can add, least first: (anchor bit, most it adds).
+    lists: Vec<(u64, f64)>,
+    full: u64,
+}
+
+impl Bounds {
+    fn new(query: &QueryAnchors, postings: &[Vec<Posting>], upper_bound: f64, full: u64) -> Self {
+        let mut lists: Vec<(u64, f64)> = (postings.iter().zip(query.anchors()).enumerate())
+            .filter(|(_, (list, _))| !list.is_empty())
+            .map(|(index, (_, anchor))| {
+                let most =
+                    (WEIGHT_USER + WEIGHT_ASSISTANT) * anchor.idf.max(0.0) * (BM25_K1 + 1.0) / upper_bound;
+                (1u64 << index, most)
+            })
+            .collect();
+        lists.sort_by(|a, b| a.1.total_cmp(&b.1));
+        Bounds { lists, full }
+    }
+
+    /// The lists whose turns, held by no other list, score below `threshold` whatever they
+    /// hold (outside the recency window): the longest run of the weakest lists whose bound is.
+    fn below(&self, threshold: f64) -> u64 {
+        let (mut mask, mut sum) = (0u64, 0.0f64);
+        for &(bit, most) in &self.lists {
+            let (next_mask, next_sum) = (mask | bit, sum + most);
+            let exact = if self.full & !next_mask == 0 { WEIGHT_EXACT } else { 0.0 };
+            // A margin for the rounding of the sums the scores add up in another order.
+            if (next_sum + exact) * (1.0 + 1e-9) + 1e-12 >= threshold {
+                break;
+            }
+            (mask, sum) = (next_mask, next_sum);
+        }
+        mask
+    }
 }
 
 /// The sums of one block of [`SCORE_BLOCK_TURNS`] turns, kept by a worker from block to block:
@@ -147,6 +226,21 @@ impl BlockSums {
     fn new() -> Self {
         let turns = SCORE_BLOCK_TURNS as usize;
         BlockSums { sums: vec![(0.0, 0.0, 0); turns], touched: vec![0; turns + 1], touched_len: 0 }
+    }
+
+    /// Lists turn `k` as holding `anchor`, adding nothing to its sums yet.
+    #[inline]
+    fn mark(&mut self, k: usize, anchor: u64) {
+        let sums = &mut self.sums[k];
+        self.touched[self.touched_len] = k as u32;
+        self.touched_len += usize::from(sums.2 == 0);
+        sums.2 |= anchor;
+    }
+
+    /// Whether turn `k` is listed.
+    #[inline]
+    fn is_marked(&self, k: usize) -> bool {
+        self.sums[k].2 != 0
     }
 
     #[inline]
@@ -325,6 +419,80 @@ mod tests {
         assert_eq!(got.iter().map(|c| c.turn).collect::<Vec<_>>(), vec![5, block + 5, 2 * block + 9]);
         assert!(got[0].score > got[1].score, "tf 3 outscores tf 1: {got:?}");
         assert_eq!(got[1].score, got[2].score);
+    }
+
+    /// Postings of a long history: a common anchor in almost every turn, a rarer one in some
+    /// and the rarest in a few, lengths and counts varied by a small generator; `dense` turns of
+    /// block 0 hold the rarer anchor too, so that block's best scores are high.
+    fn long_history(turns: u32, dense: u32) -> Vec<Vec<Posting>> {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u32| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) % u64::from(n)) as u32
+        };
+        let (mut common, mut rarer, mut rarest) = (Vec::new(), Vec::new(), Vec::new());
+        for turn in 0..turns {
+            let p = |tf_user: u32, tf_assistant: u32, next: &mut dyn FnMut(u32) -> u32| Posting {
+                turn,
+                tf_user,
+                tf_assistant,
+                len_user: next(40),
+                len_assistant: next(200),
+            };
+            if next(10) != 0 {
+                common.push(p(next(4), next(6), &mut next));
+            }
+            if turn < dense || next(200) == 0 {
+                rarer.push(p(1 + next(3), next(3), &mut next));
+            }
+            if next(900) == 0 {
+                rarest.push(p(next(2), 1 + next(2), &mut next));
+            }
+        }
+        vec![rarest, rarer, common]
+    }
+
+    #[test]
+    fn pruning_keeps_the_best_of_all_exactly() {
+        let q = query(&[("zircon", 60), ("lattice", 2_000), ("granite", 50_000)], 60_000);
+        let postings = long_history(60_000, 900);
+        // The latest turns are in the recency window: those the common anchor alone holds
+        // may still rank.
+        let context = RecallContext { avg_len_user: 20.0, avg_len_assistant: 100.0, current_turn: 60_000 };
+        for scored in [q.full_mask(), 0b110] {
+            let all: Vec<Candidate> =
+                Ranking::new(score(&q, &postings, scored, &context, usize::MAX)).collect();
+            for threads in [1, 4] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                for keep in [1, 20, 200, 2_000] {
+                    let kept = pool.install(|| score(&q, &postings, scored, &context, keep));
+                    let best: Vec<Candidate> = Ranking::new(kept).take(keep).collect();
+                    assert_eq!(best, all[..keep], "scored {scored:b}, {threads} threads, keep {keep}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pruning_passes_over_turns_only_common_anchors_hold() {
+        let q = query(&[("zircon", 60), ("lattice", 2_000), ("granite", 50_000)], 60_000);
+        let postings = long_history(60_000, 900);
+        let context = RecallContext { avg_len_user: 20.0, avg_len_assistant: 100.0, current_turn: 60_000 };
+        let keep = 200;
+        let blocks = 60_000usize.div_ceil(SCORE_BLOCK_TURNS as usize);
+        // Without pruning every block has `keep` candidates (the common anchor is in ~90% of
+        // its turns); once block 0's best set the bar, the later blocks keep only the turns a
+        // rarer anchor holds (~20 a block) and the latest, which recency may lift.
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let kept = one.install(|| score(&q, &postings, q.full_mask(), &context, keep));
+        assert!(kept.len() < keep + blocks * 50, "{} candidates from {blocks} blocks", kept.len());
+        assert!(kept.iter().all(|c| c.matched & 0b011 != 0 || c.turn + RECENCY_WINDOW_TURNS > 60_000));
+        // With no bar to clear (every block short of `keep`), nothing is passed over.
+        let few = one.install(|| score(&q, &postings, q.full_mask(), &context, 5_000));
+        assert_eq!(
+            few.len(),
+            postings.iter().flatten().map(|p| p.turn).collect::<std::collections::BTreeSet<_>>().len()
+        );
     }
 
     #[test]
