@@ -101,26 +101,27 @@ pub fn score(
         .map_init(BlockSums::new, |sums, &block| {
             let low = block * SCORE_BLOCK_TURNS;
             let high = low.saturating_add(SCORE_BLOCK_TURNS);
-            let in_block = |list: &'_ [Posting]| {
-                let start = list.partition_point(|p| p.turn < low);
-                let end = start + list[start..].partition_point(|p| p.turn < high);
-                (start, end)
-            };
+            let in_block: Vec<&[Posting]> = postings
+                .iter()
+                .map(|list| {
+                    let start = list.partition_point(|p| p.turn < low);
+                    let end = start + list[start..].partition_point(|p| p.turn < high);
+                    &list[start..end]
+                })
+                .collect();
             let skipped = bounds.below(f64::from_bits(threshold.load(Ordering::Relaxed)));
             // The turns some list that is not skipped holds: those are scored, with every
             // list's share, and the others only if recency may lift them.
-            for (index, list) in postings.iter().enumerate() {
+            for (index, list) in in_block.iter().enumerate() {
                 if skipped & (1u64 << index) == 0 {
-                    let (start, end) = in_block(list);
-                    for p in &list[start..end] {
+                    for p in *list {
                         sums.mark((p.turn - low) as usize, 1u64 << index);
                     }
                 }
             }
-            for (index, (list, anchor)) in postings.iter().zip(query.anchors()).enumerate() {
-                let (start, end) = in_block(list);
+            for (index, (list, anchor)) in in_block.iter().zip(query.anchors()).enumerate() {
                 let skip = skipped & (1u64 << index) != 0;
-                for p in &list[start..end] {
+                for p in *list {
                     let k = (p.turn - low) as usize;
                     if skip && !sums.is_marked(k) && recency(p.turn, context.current_turn) == 0.0 {
                         continue;
