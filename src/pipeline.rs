@@ -126,6 +126,7 @@ pub fn select<S: Source>(
 ) -> Result<Outcome>
 where
     View<S>: Sync,
+    S::Norms: Sync,
 {
     let Gated { mut query, decision } = gate(view, Some(session), params.as_of, text)?;
     // Framing words identify nothing: neither their forms nor their (long) posting lists are
@@ -169,10 +170,10 @@ where
     let focus = focus_anchors(&query, held);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
     let context = recall_context(view, params.as_of);
-    let postings = lists.history;
     let fill = params.policy == Policy::Fill;
     let scan_limit = if fill { MAX_FILL_SCANNED } else { MAX_SCANNED };
-    let candidates = recall::Ranking::new(recall::score(&query, &postings, scored, &context, scan_limit));
+    let scores = recall::score(&query, &lists.history, &lists.lengths, scored, &context, scan_limit)?;
+    let candidates = recall::Ranking::new(scores);
     let content_words = switch.then(|| ContentWords::of(text));
     // A focus word admits a block on a switch whatever its length: §3.3's four letters keep
     // `with` and `what` out, but also the specific short words a history holds (`dad`, `Jon`,

@@ -9,7 +9,10 @@
 //! the history. Each anchor's postings are scored on the rayon pool; the per-block sums are
 //! then added in anchor order, so the result does not depend on the number of threads.
 
+use crate::error::Result;
 use crate::query::QueryAnchors;
+use crate::store::postings::decode_norm;
+use crate::store::{BlockNorms, NormRows, SessionLengths};
 use crate::types::Posting;
 
 use rayon::prelude::*;
@@ -56,13 +59,31 @@ pub struct Candidate {
 }
 
 /// Turns scored together in one dense block of sums: bounds memory by the block, not by the
-/// history, and gives rayon independent pieces of work.
+/// history, and gives rayon independent pieces of work. A block's side lengths are one norm
+/// row ([`TurnNorms`]).
 const SCORE_BLOCK_TURNS: u32 = 4096;
+const _: () = assert!(SCORE_BLOCK_TURNS == crate::store::ROW_TURNS);
+
+/// The side lengths (BM25's document lengths) of the turns recall scores, a block of
+/// [`SCORE_BLOCK_TURNS`] turns at a time. Postings come without them: a long history's lists
+/// are 100k postings, most of which are never scored, and filling each as it was decoded
+/// cost as much as decoding it.
+pub trait TurnNorms: Sync {
+    /// The lengths of the block of turns that starts at `low`.
+    fn block(&self, low: u32) -> Result<BlockNorms<'_>>;
+}
+
+impl<T: NormRows + Sync + ?Sized> TurnNorms for SessionLengths<'_, T> {
+    fn block(&self, low: u32) -> Result<BlockNorms<'_>> {
+        Ok(SessionLengths::block(self, low)?)
+    }
+}
 
 /// Scores every block that appears in `postings` (one list per query anchor, in anchor order,
-/// each sorted by turn). Each block of turns keeps at most its own `keep` best candidates;
-/// together they hold the best `keep` of all, so the first `keep` that [`Ranking`] orders them
-/// into are those (past them the ranking is incomplete). Returned by block of turns, not by
+/// each sorted by turn; their turns' side lengths from `norms`). Each block of turns keeps at
+/// most its own `keep` best candidates; together they hold the best `keep` of all, so the
+/// first `keep` that [`Ranking`] orders them into are those (past them the ranking is
+/// incomplete). Returned by block of turns, not by
 /// rank or turn. A long history touches ~100k turns, of which a selection looks at 200, or
 /// 2,000 for `fill`.
 ///
@@ -75,23 +96,26 @@ const SCORE_BLOCK_TURNS: u32 = 4096;
 /// hold most of its postings and add the least.
 ///
 /// Only the anchors in `scored` count (framing words are left out): the upper bound that
-/// normalizes `lex` sums their IDF, and `exact` means the block has all of them.
+/// normalizes `lex` sums their IDF, and `exact` means the block has all of them. A turn with
+/// no lengths in `norms` is an error (a damaged index).
 pub fn score(
     query: &QueryAnchors,
     postings: &[Vec<Posting>],
+    norms: &dyn TurnNorms,
     scored: u64,
     context: &RecallContext,
     keep: usize,
-) -> Vec<Candidate> {
+) -> Result<Vec<Candidate>> {
     let upper_bound: f64 = query.idf_of(scored) * (BM25_K1 + 1.0);
     let Some(last_turn) = postings.iter().filter_map(|list| list.last()).map(|p| p.turn).max() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     if upper_bound <= 0.0 || keep == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let full = scored;
     let bounds = Bounds::new(query, postings, upper_bound, full);
+    let terms = LengthTerms::new(context);
     // The best lower bound yet on the `keep`-th best score, as the bits of a non-negative
     // float (which order as the float does).
     let threshold = AtomicU64::new(0);
@@ -109,13 +133,20 @@ pub fn score(
                     &list[start..end]
                 })
                 .collect();
+            if in_block.iter().all(|list| list.is_empty()) {
+                return Ok(Vec::new());
+            }
+            let norms = norms.block(low)?;
             let skipped = bounds.below(f64::from_bits(threshold.load(Ordering::Relaxed)));
             // The turns some list that is not skipped holds: those are scored, with every
-            // list's share, and the others only if recency may lift them.
-            for (index, list) in in_block.iter().enumerate() {
-                if skipped & (1u64 << index) == 0 {
-                    for p in *list {
-                        sums.mark((p.turn - low) as usize, 1u64 << index);
+            // list's share, and the others only if recency may lift them. (With none skipped,
+            // every turn is scored, and adding marks it.)
+            if skipped != 0 {
+                for (index, list) in in_block.iter().enumerate() {
+                    if skipped & (1u64 << index) == 0 {
+                        for p in *list {
+                            sums.mark((p.turn - low) as usize, 1u64 << index);
+                        }
                     }
                 }
             }
@@ -126,22 +157,28 @@ pub fn score(
                     if skip && !sums.is_marked(k) && recency(p.turn, context.current_turn) == 0.0 {
                         continue;
                     }
-                    let user = bm25(anchor.idf, p.tf_user, p.len_user, context.avg_len_user);
+                    let Some((norm_user, norm_assistant)) = norms.get(k) else {
+                        sums.clear();
+                        return Err(norms.missing(k).into());
+                    };
+                    let user = saturate(anchor.idf, p.tf_user, terms.user[usize::from(norm_user)]);
                     let assistant =
-                        bm25(anchor.idf, p.tf_assistant, p.len_assistant, context.avg_len_assistant);
+                        saturate(anchor.idf, p.tf_assistant, terms.assistant[usize::from(norm_assistant)]);
                     sums.add(k, user, assistant, 1u64 << index);
                 }
             }
+            // Below the bar no candidate is among the best `keep` of all (`keep` others clear it).
+            let bar = f64::from_bits(threshold.load(Ordering::Relaxed));
             let mut candidates: Vec<Candidate> = sums
                 .drain()
-                .map(|(k, user, assistant, matched)| {
+                .filter_map(|(k, user, assistant, matched)| {
                     let turn = low + k as u32;
                     let exact = if matched == full { 1.0 } else { 0.0 };
                     let score = WEIGHT_USER * user / upper_bound
                         + WEIGHT_ASSISTANT * assistant / upper_bound
                         + WEIGHT_EXACT * exact
                         + WEIGHT_RECENCY * recency(turn, context.current_turn);
-                    Candidate { turn, score, matched }
+                    (score >= bar).then_some(Candidate { turn, score, matched })
                 })
                 .collect();
             // Ranks are a total order (turns are distinct): no candidate past a block's
@@ -157,15 +194,15 @@ pub fn score(
                     threshold.fetch_max(lowest.to_bits(), Ordering::Relaxed);
                 }
             }
-            candidates
+            Ok(candidates)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     // `flatten().collect()` cannot size its output and grows it step by step: copy once.
     let mut candidates = Vec::with_capacity(per_block.iter().map(Vec::len).sum());
     for block in per_block {
         candidates.extend(block);
     }
-    candidates
+    Ok(candidates)
 }
 
 /// What a turn can score from each list alone, for skipping the turns that only lists too weak
@@ -236,6 +273,11 @@ impl BlockSums {
         self.touched[self.touched_len] = k as u32;
         self.touched_len += usize::from(sums.2 == 0);
         sums.2 |= anchor;
+    }
+
+    /// Clears every turn touched (a block given up half way).
+    fn clear(&mut self) {
+        self.drain().for_each(drop);
     }
 
     /// Whether turn `k` is listed.
@@ -309,12 +351,37 @@ impl Iterator for Ranking {
 
 /// One anchor's BM25 contribution to one side.
 pub fn bm25(idf: f64, tf: u32, len: u32, avg_len: f64) -> f64 {
+    saturate(idf, tf, length_term(len, avg_len))
+}
+
+/// The part of BM25's denominator that a side's length makes: `k1·(1 − b + b·len/avg_len)`.
+fn length_term(len: u32, avg_len: f64) -> f64 {
+    let norm = if avg_len > 0.0 { f64::from(len) / avg_len } else { 1.0 };
+    BM25_K1 * (1.0 - BM25_B + BM25_B * norm)
+}
+
+/// BM25 of `tf` occurrences given the side's [`length_term`].
+#[inline]
+fn saturate(idf: f64, tf: u32, length_term: f64) -> f64 {
     if tf == 0 {
         return 0.0;
     }
     let tf = f64::from(tf);
-    let norm = if avg_len > 0.0 { f64::from(len) / avg_len } else { 1.0 };
-    idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm))
+    idf * tf * (BM25_K1 + 1.0) / (tf + length_term)
+}
+
+/// [`length_term`] of each side for every norm byte: a length is one of 256, so recall looks
+/// its term up rather than dividing by the average length a posting.
+struct LengthTerms {
+    user: [f64; 256],
+    assistant: [f64; 256],
+}
+
+impl LengthTerms {
+    fn new(context: &RecallContext) -> Self {
+        let side = |avg_len: f64| std::array::from_fn(|norm| length_term(decode_norm(norm as u8), avg_len));
+        LengthTerms { user: side(context.avg_len_user), assistant: side(context.avg_len_assistant) }
+    }
 }
 
 /// `max(0, 1 − (current_turn − turn) / window)`.
@@ -331,9 +398,38 @@ pub fn recency(turn: u32, current_turn: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::anchor;
+    use crate::store::postings::encode_norm;
 
     fn posting(turn: u32, tf_user: u32, tf_assistant: u32) -> Posting {
-        Posting { turn, tf_user, tf_assistant, len_user: 4, len_assistant: 8 }
+        Posting { turn, tf_user, tf_assistant, len_user: 0, len_assistant: 0 }
+    }
+
+    /// Every turn's side lengths, from turn 0, as norm bytes.
+    struct Lengths(Vec<u8>);
+
+    impl Lengths {
+        /// 4 anchors on the user side of each turn and 8 on the assistant's (exact as norms).
+        fn uniform() -> Self {
+            Lengths([encode_norm(4), encode_norm(8)].repeat(100_000))
+        }
+    }
+
+    impl TurnNorms for Lengths {
+        fn block(&self, low: u32) -> Result<BlockNorms<'_>> {
+            let from = (2 * low as usize).min(self.0.len());
+            Ok(BlockNorms::new(0, low, &self.0[from..], SCORE_BLOCK_TURNS as usize, &[]))
+        }
+    }
+
+    fn scores(
+        query: &QueryAnchors,
+        postings: &[Vec<Posting>],
+        norms: &Lengths,
+        scored: u64,
+        context: &RecallContext,
+        keep: usize,
+    ) -> Vec<Candidate> {
+        score(query, postings, norms, scored, context, keep).unwrap()
     }
 
     fn query(dfs: &[(&str, u64)], blocks: u64) -> QueryAnchors {
@@ -346,6 +442,7 @@ mod tests {
 
     #[test]
     fn scores_match_the_formula_by_hand() {
+        let norms = Lengths::uniform();
         // Anchors sorted by idf: "redis" (df 1) then "lock" (df 3), N = 10.
         let q = query(&[("redis", 1), ("lock", 3)], 10);
         let (idf_redis, idf_lock) = (q.anchors()[0].idf, q.anchors()[1].idf);
@@ -353,7 +450,7 @@ mod tests {
         // Turn 9 has both anchors (user side); turn 2 has "lock" on the assistant side only.
         let postings = vec![vec![posting(9, 1, 0)], vec![posting(2, 0, 2), posting(9, 1, 0)]];
         let got: Vec<Candidate> =
-            Ranking::new(score(&q, &postings, q.full_mask(), &context, usize::MAX)).collect();
+            Ranking::new(scores(&q, &postings, &norms, q.full_mask(), &context, usize::MAX)).collect();
 
         let bound = (idf_redis + idf_lock) * 2.2;
         // len == avg, so the length factor is 1: tf·2.2 / (tf + 1.2).
@@ -370,12 +467,15 @@ mod tests {
 
     #[test]
     fn ties_break_by_turn_and_threads_agree() {
+        let norms = Lengths::uniform();
         let q = query(&[("alpha", 2)], 100);
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 500 };
         // Several score blocks, equal scores everywhere past the recency window.
         let postings = vec![(0..3000).map(|t| posting(t * 7, 1 + t % 3, 1)).collect::<Vec<_>>()];
-        let ranked =
-            || Ranking::new(score(&q, &postings, q.full_mask(), &context, usize::MAX)).collect::<Vec<_>>();
+        let ranked = || {
+            Ranking::new(scores(&q, &postings, &norms, q.full_mask(), &context, usize::MAX))
+                .collect::<Vec<_>>()
+        };
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(ranked);
         let many = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(ranked);
         assert_eq!(one, many);
@@ -384,6 +484,7 @@ mod tests {
 
     #[test]
     fn kept_candidates_are_the_best_of_all() {
+        let norms = Lengths::uniform();
         let q = query(&[("alpha", 2), ("beta", 5)], 100);
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 40_000 };
         // Many blocks of turns, scores spread unevenly between them, ties among them.
@@ -391,19 +492,20 @@ mod tests {
         let beta = (0..4000).map(|t| posting(t * 7, t % 2, 1 + t % 4)).collect::<Vec<_>>();
         let postings = vec![alpha, beta];
         let all: Vec<Candidate> =
-            Ranking::new(score(&q, &postings, q.full_mask(), &context, usize::MAX)).collect();
+            Ranking::new(scores(&q, &postings, &norms, q.full_mask(), &context, usize::MAX)).collect();
         assert!(all.len() > 10_000);
         for keep in [1, 7, 200, 1000] {
-            let kept = score(&q, &postings, q.full_mask(), &context, keep);
+            let kept = scores(&q, &postings, &norms, q.full_mask(), &context, keep);
             assert!(kept.len() >= keep && kept.len() < all.len(), "{keep}: {}", kept.len());
             let best: Vec<Candidate> = Ranking::new(kept).take(keep).collect();
             assert_eq!(best, all[..keep], "keep {keep}");
         }
-        assert!(score(&q, &postings, q.full_mask(), &context, 0).is_empty());
+        assert!(scores(&q, &postings, &norms, q.full_mask(), &context, 0).is_empty());
     }
 
     #[test]
     fn a_worker_starts_each_block_from_nothing() {
+        let norms = Lengths::uniform();
         // One worker scores every block with the same sums: turns at the same offset in
         // consecutive blocks must not add up, and a turn touched in one block is not a
         // candidate of the next.
@@ -412,9 +514,9 @@ mod tests {
         let block = SCORE_BLOCK_TURNS;
         let postings = vec![vec![posting(5, 3, 0), posting(block + 5, 1, 0), posting(2 * block + 9, 1, 0)]];
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let mut got = one.install(|| score(&q, &postings, q.full_mask(), &context, usize::MAX));
+        let mut got = one.install(|| scores(&q, &postings, &norms, q.full_mask(), &context, usize::MAX));
         got.sort_by_key(|c| c.turn);
-        let alone = |p: Posting| score(&q, &[vec![p]], q.full_mask(), &context, usize::MAX);
+        let alone = |p: Posting| scores(&q, &[vec![p]], &norms, q.full_mask(), &context, usize::MAX);
         let expected: Vec<Candidate> = postings[0].iter().flat_map(|&p| alone(p)).collect();
         assert_eq!(got, expected);
         assert_eq!(got.iter().map(|c| c.turn).collect::<Vec<_>>(), vec![5, block + 5, 2 * block + 9]);
@@ -425,48 +527,43 @@ mod tests {
     /// Postings of a long history: a common anchor in almost every turn, a rarer one in some
     /// and the rarest in a few, lengths and counts varied by a small generator; `dense` turns of
     /// block 0 hold the rarer anchor too, so that block's best scores are high.
-    fn long_history(turns: u32, dense: u32) -> Vec<Vec<Posting>> {
+    fn long_history(turns: u32, dense: u32) -> (Vec<Vec<Posting>>, Lengths) {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move |n: u32| {
             state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             ((state >> 33) % u64::from(n)) as u32
         };
         let (mut common, mut rarer, mut rarest) = (Vec::new(), Vec::new(), Vec::new());
+        let mut lengths = Vec::new();
         for turn in 0..turns {
-            let p = |tf_user: u32, tf_assistant: u32, next: &mut dyn FnMut(u32) -> u32| Posting {
-                turn,
-                tf_user,
-                tf_assistant,
-                len_user: next(40),
-                len_assistant: next(200),
-            };
+            lengths.extend([encode_norm(next(40)), encode_norm(next(200))]);
             if next(10) != 0 {
-                common.push(p(next(4), next(6), &mut next));
+                common.push(posting(turn, next(4), next(6)));
             }
             if turn < dense || next(200) == 0 {
-                rarer.push(p(1 + next(3), next(3), &mut next));
+                rarer.push(posting(turn, 1 + next(3), next(3)));
             }
             if next(900) == 0 {
-                rarest.push(p(next(2), 1 + next(2), &mut next));
+                rarest.push(posting(turn, next(2), 1 + next(2)));
             }
         }
-        vec![rarest, rarer, common]
+        (vec![rarest, rarer, common], Lengths(lengths))
     }
 
     #[test]
     fn pruning_keeps_the_best_of_all_exactly() {
         let q = query(&[("zircon", 60), ("lattice", 2_000), ("granite", 50_000)], 60_000);
-        let postings = long_history(60_000, 900);
+        let (postings, norms) = long_history(60_000, 900);
         // The latest turns are in the recency window: those the common anchor alone holds
         // may still rank.
         let context = RecallContext { avg_len_user: 20.0, avg_len_assistant: 100.0, current_turn: 60_000 };
         for scored in [q.full_mask(), 0b110] {
             let all: Vec<Candidate> =
-                Ranking::new(score(&q, &postings, scored, &context, usize::MAX)).collect();
+                Ranking::new(scores(&q, &postings, &norms, scored, &context, usize::MAX)).collect();
             for threads in [1, 4] {
                 let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                 for keep in [1, 20, 200, 2_000] {
-                    let kept = pool.install(|| score(&q, &postings, scored, &context, keep));
+                    let kept = pool.install(|| scores(&q, &postings, &norms, scored, &context, keep));
                     let best: Vec<Candidate> = Ranking::new(kept).take(keep).collect();
                     assert_eq!(best, all[..keep], "scored {scored:b}, {threads} threads, keep {keep}");
                 }
@@ -477,7 +574,7 @@ mod tests {
     #[test]
     fn pruning_passes_over_turns_only_common_anchors_hold() {
         let q = query(&[("zircon", 60), ("lattice", 2_000), ("granite", 50_000)], 60_000);
-        let postings = long_history(60_000, 900);
+        let (postings, norms) = long_history(60_000, 900);
         let context = RecallContext { avg_len_user: 20.0, avg_len_assistant: 100.0, current_turn: 60_000 };
         let keep = 200;
         let blocks = 60_000usize.div_ceil(SCORE_BLOCK_TURNS as usize);
@@ -485,11 +582,11 @@ mod tests {
         // its turns); once block 0's best set the bar, the later blocks keep only the turns a
         // rarer anchor holds (~20 a block) and the latest, which recency may lift.
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        let kept = one.install(|| score(&q, &postings, q.full_mask(), &context, keep));
+        let kept = one.install(|| scores(&q, &postings, &norms, q.full_mask(), &context, keep));
         assert!(kept.len() < keep + blocks * 50, "{} candidates from {blocks} blocks", kept.len());
         assert!(kept.iter().all(|c| c.matched & 0b011 != 0 || c.turn + RECENCY_WINDOW_TURNS > 60_000));
         // With no bar to clear (every block short of `keep`), nothing is passed over.
-        let few = one.install(|| score(&q, &postings, q.full_mask(), &context, 5_000));
+        let few = one.install(|| scores(&q, &postings, &norms, q.full_mask(), &context, 5_000));
         assert_eq!(
             few.len(),
             postings.iter().flatten().map(|p| p.turn).collect::<std::collections::BTreeSet<_>>().len()
@@ -505,6 +602,33 @@ mod tests {
         sorted.sort_by(by_rank);
         assert_eq!(Ranking::new(candidates).collect::<Vec<_>>(), sorted);
         assert_eq!(Ranking::new(Vec::new()).next(), None);
+    }
+
+    #[test]
+    fn a_scored_turn_without_lengths_is_an_error() {
+        let q = query(&[("alpha", 2)], 100);
+        let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 100 };
+        // Lengths of turns 0..10 only: turn 9 scores, turn 50 is a damaged index.
+        let norms = Lengths([encode_norm(4), encode_norm(8)].repeat(10));
+        assert_eq!(scores(&q, &[vec![posting(9, 1, 0)]], &norms, 1, &context, 20).len(), 1);
+        let err =
+            score(&q, &[vec![posting(9, 1, 0), posting(50, 1, 0)]], &norms, 1, &context, 20).unwrap_err();
+        assert!(err.to_string().contains("norms of turn 0:50"), "{err}");
+    }
+
+    #[test]
+    fn length_terms_by_norm_score_as_bm25_of_the_length() {
+        let context = RecallContext { avg_len_user: 13.7, avg_len_assistant: 211.3, current_turn: 0 };
+        let terms = LengthTerms::new(&context);
+        for norm in 0..=255u8 {
+            let len = decode_norm(norm);
+            for tf in 0..4 {
+                let user = saturate(2.5, tf, terms.user[usize::from(norm)]);
+                let assistant = saturate(2.5, tf, terms.assistant[usize::from(norm)]);
+                assert_eq!(user.to_bits(), bm25(2.5, tf, len, 13.7).to_bits(), "norm {norm}, tf {tf}");
+                assert_eq!(assistant.to_bits(), bm25(2.5, tf, len, 211.3).to_bits(), "norm {norm}, tf {tf}");
+            }
+        }
     }
 
     #[test]

@@ -519,10 +519,11 @@ mod tests {
             .iter()
             .map(|a| {
                 let mut list = Vec::new();
-                view.session_postings(a.hash, 0, |p| list.push(p)).unwrap();
+                view.session_postings_without_lengths(a.hash, 0, &mut list).unwrap();
                 list
             })
             .collect();
+        let lengths = view.session_lengths(0, 200);
         // Far past the last turn: recency adds nothing.
         let context = RecallContext {
             avg_len_user: stats.avg_len_user,
@@ -530,7 +531,8 @@ mod tests {
             current_turn: 1_000_000,
         };
         let expected: Vec<recall::Candidate> =
-            recall::Ranking::new(recall::score(&query, &postings, query.full_mask(), &context, usize::MAX)).collect();
+            recall::Ranking::new(recall::score(&query, &postings, &lengths, query.full_mask(), &context, usize::MAX).unwrap())
+                .collect();
         assert_eq!(found.hits.len(), expected.len());
         for (hit, candidate) in found.hits.iter().zip(&expected) {
             assert_eq!((hit.turn, hit.matched), (candidate.turn, candidate.matched));

@@ -2,21 +2,25 @@
 //! how many of the session's turns hold each, which the gate's decisions weigh.
 //!
 //! In a long history the lists are 100k postings each, read on the rayon pool one anchor a
-//! task; the side lengths the postings lack come from norm rows the tasks share
-//! ([`SessionNorms`]), and a word's forms are merged list by list in one pass.
+//! task, and a word's forms are merged list by list in one pass. The postings come without
+//! their turns' side lengths: recall looks those up for the turns it scores only
+//! ([`Lists::lengths`]).
 
 use crate::error::Result;
 use crate::query::{QueryAnchor, QueryAnchors};
 use crate::segment::SessionRef;
-use crate::store::{SessionNorms, Source, View};
+use crate::store::{SessionLengths, Source, View};
 use crate::types::Posting;
 use rayon::prelude::*;
 
 /// A query's postings in a session's history, and how many of the session's turns hold each
 /// anchor.
-pub struct Lists {
-    /// Per query anchor: its postings in the history (`0..as_of`), in turn order.
+pub struct Lists<'v, S: Source> {
+    /// Per query anchor: its postings in the history (`0..as_of`), in turn order, with no side
+    /// lengths (0).
     pub history: Vec<Vec<Posting>>,
+    /// The side lengths of the session's turns.
+    pub lengths: SessionLengths<'v, S::Norms>,
     /// Per query anchor: turns of the whole session that hold it (a query `as_of` an earlier
     /// turn has not seen the later ones).
     pub in_session: Vec<usize>,
@@ -25,23 +29,22 @@ pub struct Lists {
 /// The postings of each query anchor in `wanted` (others get an empty list) in the session's
 /// turns `0..as_of`, folded and pending. An anchor's postings are those of all its forms, one
 /// per turn.
-pub fn read<S: Source>(
-    view: &View<S>,
+pub fn read<'v, S: Source>(
+    view: &'v View<S>,
     session: &SessionRef<'_>,
     query: &QueryAnchors,
     wanted: u64,
     as_of: u32,
-) -> Result<Lists>
+) -> Result<Lists<'v, S>>
 where
     View<S>: Sync,
 {
     let rooms = rooms(view, session, query, wanted)?;
-    let norms = SessionNorms::new(session.id, session.record.turn_count);
     let read = |(anchor, &room): (&QueryAnchor, &usize)| -> Result<(Vec<Posting>, usize)> {
         if room == 0 {
             return Ok((Vec::new(), 0));
         }
-        let mut list = anchor_postings(view, &norms, session.id, anchor, room)?;
+        let mut list = anchor_postings(view, session.id, anchor, room)?;
         let in_session = list.len();
         list.truncate(list.partition_point(|p| p.turn < as_of));
         Ok((list, in_session))
@@ -54,7 +57,8 @@ where
         query.anchors().iter().zip(&rooms).map(read).collect::<Result<_>>()?
     };
     let (history, in_session) = read.into_iter().unzip();
-    Ok(Lists { history, in_session })
+    let lengths = view.session_lengths(session.id, session.record.turn_count);
+    Ok(Lists { history, lengths, in_session })
 }
 
 /// The most postings each list may hold (0 for an anchor not `wanted`): the session holds at
@@ -87,7 +91,6 @@ const MIN_PARALLEL_POSTINGS: usize = 16_384;
 /// twice over. Other forms are rarely in the session: each is read into a list of its own.
 fn anchor_postings<S: Source>(
     view: &View<S>,
-    norms: &SessionNorms,
     session: u32,
     anchor: &QueryAnchor,
     room: usize,
@@ -97,7 +100,7 @@ fn anchor_postings<S: Source>(
     for (k, hash) in anchor.hashes().enumerate() {
         let list = if k == 0 { &mut merged } else { &mut form };
         list.clear();
-        view.session_postings_sharing(norms, hash, session, list)?;
+        view.session_postings_without_lengths(hash, session, list)?;
         if k > 0 && !form.is_empty() {
             merged = if merged.is_empty() { std::mem::take(&mut form) } else { merge_forms(&merged, &form) };
         }

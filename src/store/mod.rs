@@ -78,7 +78,7 @@ pub use format::FORMAT_VERSION;
 pub use index_lock::{IndexLock, real_path};
 pub use keys::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
-pub use norms::{NormRows, Norms, SessionNorms};
+pub use norms::{BlockNorms, NormRows, Norms, ROW_TURNS, SessionLengths};
 pub use postings::Posting;
 pub use runs::{Merged, NextRun, WrittenRun};
 pub use source_index::SourceIndex;

@@ -4,10 +4,11 @@
 //! format 2 repeated its length norm in each (a byte a posting, a third of the postings table).
 //! The `norms` table keeps two norm bytes a turn ([`super::postings::encode_norm`]: user, then
 //! assistant), [`ROW_TURNS`] turns to a row keyed by the block key of the row's first turn, as
-//! search engines keep field norms in a column beside their postings. Decoding a posting list
-//! fills each posting's lengths from the rows its turns fall in ([`Norms::fill`]): one lookup
-//! a row, so a list of 500k turns costs ~120 lookups. The lists of one query, read on several
-//! threads, share the rows they read ([`SessionNorms`]) rather than each copying them.
+//! search engines keep field norms in a column beside their postings. A global search fills
+//! each posting's lengths as it decodes the list ([`Norms::fill`]: one lookup a row). A
+//! session's recall does not: it scores a block of turns at a time, the rows line up with its
+//! blocks, and it looks up the lengths of the turns it scores only ([`SessionLengths`]), each
+//! row read once by whichever thread first asks.
 
 use super::error::{Error, corrupt};
 use super::grouped::NewBlock;
@@ -65,58 +66,129 @@ impl<T: ReadableTable<u64, &'static [u8]>> NormRows for T {
     }
 }
 
-/// One session's norm rows, each read once and then shared: the lists of one query, decoded
-/// on several threads, fill their postings from the same rows (a long history's are 1 MiB,
-/// which each list copied for itself).
-pub struct SessionNorms {
+/// The side lengths of one session's turns as norm bytes (two a turn: user, then assistant;
+/// [`decode_norm`]), for recall to look up block by block as it
+/// scores: folded turns' from the `norms` table, each row read once whichever thread asks
+/// first (a long history's rows are 1 MiB), pending turns' from their forward records.
+pub struct SessionLengths<'v, T: ?Sized> {
+    table: &'v T,
     session: u32,
     /// By row index (turn / [`ROW_TURNS`]): the row's bytes once read.
     rows: Vec<OnceLock<Box<[u8]>>>,
+    /// The first pending turn, and the norms of the turns from it on (a turn with no pending
+    /// record, none of whose postings are pending either, has zeros).
+    pending_start: u32,
+    pending: Vec<u8>,
 }
 
-impl SessionNorms {
-    /// Room for the rows of `session`'s first `turns` turns, each read when first asked for.
-    pub fn new(session: u32, turns: u32) -> Self {
+impl<'v, T: NormRows + ?Sized> SessionLengths<'v, T> {
+    /// The lengths of `session`'s first `turns` turns: folded ones read from `table` when first
+    /// asked for, pending ones given as `(turn, user length, assistant length)`, ascending.
+    pub fn new(
+        table: &'v T,
+        session: u32,
+        turns: u32,
+        pending: impl IntoIterator<Item = (u32, u32, u32)>,
+    ) -> Self {
         let rows = (0..turns.div_ceil(ROW_TURNS)).map(|_| OnceLock::new()).collect();
-        SessionNorms { session, rows }
+        let (mut pending_start, mut norms) = (u32::MAX, Vec::new());
+        for (turn, user, assistant) in pending {
+            pending_start = pending_start.min(turn);
+            let at = 2 * (turn - pending_start) as usize;
+            if norms.len() < at + 2 {
+                norms.resize(at + 2, 0);
+            }
+            norms[at] = encode_norm(user);
+            norms[at + 1] = encode_norm(assistant);
+        }
+        SessionLengths { table, session, rows, pending_start, pending: norms }
     }
 
-    /// The row that starts at turn `start`, from `table` the first time (empty if none is
-    /// stored); `None` past the session's turns.
-    fn row(&self, table: &dyn NormRows, start: u32) -> Result<Option<&[u8]>, Error> {
-        let Some(slot) = self.rows.get((start / ROW_TURNS) as usize) else { return Ok(None) };
+    /// The norms of the block of [`ROW_TURNS`] turns that starts at `low` (a multiple of it).
+    pub fn block(&self, low: u32) -> Result<BlockNorms<'_>, Error> {
+        debug_assert!(low.is_multiple_of(ROW_TURNS));
+        let (folded, pending_from, pending) = if self.pending_start >= low.saturating_add(ROW_TURNS) {
+            (self.row(low)?, ROW_TURNS as usize, &[][..])
+        } else if self.pending_start <= low {
+            let from = 2 * (low - self.pending_start) as usize;
+            (&[][..], 0, self.pending.get(from..).unwrap_or(&[]))
+        } else {
+            (self.row(low)?, (self.pending_start - low) as usize, &self.pending[..])
+        };
+        Ok(BlockNorms { session: self.session, low, folded, pending_from, pending })
+    }
+
+    /// The row that starts at turn `start`, from the table the first time (empty if none is
+    /// stored, or past the session's turns).
+    fn row(&self, start: u32) -> Result<&[u8], Error> {
+        let Some(slot) = self.rows.get((start / ROW_TURNS) as usize) else { return Ok(&[]) };
         if let Some(row) = slot.get() {
-            return Ok(Some(row));
+            return Ok(row);
         }
-        let bytes = table.row(block_key(self.session, start))?.map_or_else(Box::default, |r| r.value().into());
+        let bytes = self.table.row(block_key(self.session, start))?.map_or_else(Box::default, |r| r.value().into());
         // Another thread may have read it meanwhile: the same bytes.
-        Ok(Some(slot.get_or_init(|| bytes)))
+        Ok(slot.get_or_init(|| bytes))
+    }
+}
+
+/// The norms of one block of [`ROW_TURNS`] turns ([`SessionLengths::block`]).
+pub struct BlockNorms<'a> {
+    session: u32,
+    low: u32,
+    /// From the block's first turn: its row in the `norms` table (folded turns).
+    folded: &'a [u8],
+    /// From the block's `pending_from`th turn on: the pending turns'.
+    pending_from: usize,
+    pending: &'a [u8],
+}
+
+impl<'a> BlockNorms<'a> {
+    /// Norms of turns `low..`, two bytes a turn: folded turns' from `folded` (from `low` on),
+    /// pending turns' from `pending` (from `low + pending_from` on).
+    pub fn new(session: u32, low: u32, folded: &'a [u8], pending_from: usize, pending: &'a [u8]) -> Self {
+        BlockNorms { session, low, folded, pending_from, pending }
+    }
+
+    /// The norm bytes `(user, assistant)` of the block's `k`th turn, if the index has them.
+    #[inline]
+    pub fn get(&self, k: usize) -> Option<(u8, u8)> {
+        let pair = match self.folded.get(2 * k..2 * k + 2) {
+            Some(pair) => pair,
+            None => {
+                let at = 2 * k.checked_sub(self.pending_from)?;
+                self.pending.get(at..at + 2)?
+            }
+        };
+        Some((pair[0], pair[1]))
+    }
+
+    /// The side lengths `(user, assistant)` of the block's `k`th turn, if the index has them.
+    pub fn lengths(&self, k: usize) -> Option<(u32, u32)> {
+        self.get(k).map(|(user, assistant)| (decode_norm(user), decode_norm(assistant)))
+    }
+
+    /// The error for the block's `k`th turn when it has no lengths: a damaged index.
+    #[cold]
+    pub fn missing(&self, k: usize) -> Error {
+        let turn = self.low as usize + k;
+        corrupt(format!("norms of turn {}:{turn}", self.session), "a folded turn with no stored lengths")
     }
 }
 
 /// Fills postings' side lengths from the `norms` table, keeping the last row read.
 pub struct Norms<'v> {
     table: &'v dyn NormRows,
-    /// Rows shared with other readers of the same session, read from there rather than copied.
-    shared: Option<&'v SessionNorms>,
-    /// Session and first turn of the current row, which holds its turns up to `end`: in
-    /// `shared_row` if shared, in `row` if not.
+    /// Session and first turn of the current row, which holds its turns up to `end`.
     session: u32,
     start: u32,
     end: u32,
     row: Vec<u8>,
-    shared_row: Option<&'v [u8]>,
 }
 
 impl<'v> Norms<'v> {
     /// A reader of `table`.
     pub fn new(table: &'v dyn NormRows) -> Self {
-        Norms { table, shared: None, session: 0, start: 0, end: 0, row: Vec::new(), shared_row: None }
-    }
-
-    /// A reader of `table` that takes its session's rows from `shared`.
-    pub fn sharing(table: &'v dyn NormRows, shared: &'v SessionNorms) -> Self {
-        Norms { shared: Some(shared), ..Norms::new(table) }
+        Norms { table, session: 0, start: 0, end: 0, row: Vec::new() }
     }
 
     /// Sets the lengths of `posting`, a folded posting of `session`: a side without the anchor
@@ -128,8 +200,7 @@ impl<'v> Norms<'v> {
             self.load(session, turn)?;
         }
         let at = 2 * (turn - self.start) as usize;
-        let row = self.shared_row.unwrap_or(&self.row);
-        let (user, assistant) = (row[at], row[at + 1]);
+        let (user, assistant) = (self.row[at], self.row[at + 1]);
         posting.len_user = if posting.tf_user == 0 { 0 } else { decode_norm(user) };
         posting.len_assistant = if posting.tf_assistant == 0 { 0 } else { decode_norm(assistant) };
         Ok(())
@@ -145,16 +216,11 @@ impl<'v> Norms<'v> {
     fn load(&mut self, session: u32, turn: u32) -> Result<(), Error> {
         let start = turn - turn % ROW_TURNS;
         self.row.clear();
-        self.shared_row = None;
-        if let Some(shared) = self.shared.filter(|s| s.session == session)
-            && let Some(row) = shared.row(self.table, start)?
-        {
-            self.shared_row = Some(row);
-        } else if let Some(row) = self.table.row(block_key(session, start))? {
+        if let Some(row) = self.table.row(block_key(session, start))? {
             self.row.extend_from_slice(row.value());
         }
         // Whole pairs only: a damaged row's odd byte is not read.
-        let turns = (self.shared_row.unwrap_or(&self.row).len() / 2) as u32;
+        let turns = (self.row.len() / 2) as u32;
         (self.session, self.start, self.end) = (session, start, start + turns);
         if turn >= self.end {
             self.end = start;

@@ -157,7 +157,8 @@ pub fn decode(chunk: &[u8], mut emit: impl FnMut(Posting)) -> Result<(), Corrupt
 }
 
 /// Decodes `count` postings from `reader` (the first delta is the turn itself); returns the
-/// last turn (0 for none).
+/// last turn (0 for none). A delta of 0 after the first is an error: the turns ascend strictly,
+/// checked as they are decoded rather than in a pass after.
 #[inline]
 fn decode_postings(
     reader: &mut Reader<'_>,
@@ -166,6 +167,8 @@ fn decode_postings(
 ) -> Result<u32, CorruptChunk> {
     let bytes = reader.bytes;
     let mut turn = 0u32;
+    // The least delta the next posting may have: any for the first, then 1.
+    let mut least = 0u32;
     for _ in 0..count {
         // Most postings are one byte: a small delta and a common pair.
         let at = reader.offset;
@@ -175,6 +178,10 @@ fn decode_postings(
         {
             reader.offset = at + 1;
             let delta = u32::from(head >> 2);
+            if delta < least {
+                return Err(CorruptChunk { offset: at });
+            }
+            least = 1;
             turn = turn.checked_add(delta).ok_or(CorruptChunk { offset: at })?;
             let (tf_user, tf_assistant) = COMMON_PAIRS[usize::from(head & 3)];
             emit(Posting { turn, tf_user, tf_assistant, len_user: 0, len_assistant: 0 });
@@ -182,6 +189,10 @@ fn decode_postings(
         }
         let head = reader.varint35()?;
         let delta = u32::try_from(head >> 2).map_err(|_| CorruptChunk { offset: reader.offset })?;
+        if delta < least {
+            return Err(CorruptChunk { offset: at });
+        }
+        least = 1;
         turn = turn.checked_add(delta).ok_or(CorruptChunk { offset: reader.offset })?;
         let (tf_user, tf_assistant) = match head & 3 {
             KIND_ASSISTANT_1 => (0, 1),
@@ -313,8 +324,8 @@ fn for_each_segment(
     Ok(())
 }
 
-/// Appends a segment's `count` postings to `out`, then checks them: in strict turn order, and
-/// starting at `first_turn` when given.
+/// Appends a segment's `count` postings to `out` (in strict turn order, as decoding checks),
+/// then checks that they start at `first_turn` when given.
 fn decode_segment(
     reader: &mut Reader<'_>,
     count: u32,
@@ -326,9 +337,8 @@ fn decode_segment(
     // A posting takes a byte at least: a damaged count reserves no more than the row holds.
     out.reserve((count as usize).min(reader.bytes.len() - reader.offset));
     decode_postings(reader, count, &mut |p| out.push(p))?;
-    let segment = &out[start..];
-    let keyed = first_turn.is_none_or(|turn| segment.first().map(|p| p.turn) == Some(turn));
-    if !keyed || segment.windows(2).any(|w| w[0].turn >= w[1].turn) {
+    let keyed = first_turn.is_none_or(|turn| out.get(start).map(|p| p.turn) == Some(turn));
+    if !keyed {
         return Err(CorruptChunk { offset: at });
     }
     Ok(())
@@ -641,6 +651,10 @@ mod tests {
         // Turns that do not increase within a segment.
         assert!(decode_row_all((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01]).is_err());
         assert!(decode_row_session((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01], 4, &mut Vec::new()).is_err());
+        // The same in one-byte postings, and a first turn of 0 (a delta of 0 that is fine).
+        assert!(decode_row_session((4, 7), &[0, 2, 7 << 2, 1], 4, &mut Vec::new()).is_err());
+        assert!(decode_row_all((4, 7), &[0, 2, 7 << 2, 1]).is_err());
+        assert_eq!(decode_row_all((4, 0), &[0, 2, 0, 1 << 2 | 1]).map(|l| l.len()), Ok(2));
         assert!(decode_row_session((4, 8), &row, 6, &mut Vec::new()).is_err(), "first turn is not the key's");
         // A segment that claims four billion postings: an error, and room for no more than
         // the row's bytes.
@@ -666,6 +680,8 @@ mod tests {
         let mut trailing = chunk.clone();
         trailing.push(0);
         assert!(decode(&trailing, |_| {}).is_err());
+        // A turn repeated: count 2, last turn 5, deltas 5 and 0.
+        assert!(decode(&[2, 5, 5 << 2, 0], |_| {}).is_err());
         // A header whose last turn is not the body's.
         let mut understated = chunk.clone();
         understated[1] = 4;

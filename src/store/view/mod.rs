@@ -14,7 +14,7 @@ use super::error::{Error, corrupt};
 use super::grouped::{Grouped, NewBlock, for_each_list};
 use super::keys::{self, IdentityHashMap, block_key, split_block_key};
 use super::lists::{AnchorWriter, store_rows};
-use super::norms::{self, Norms, SessionNorms};
+use super::norms::{self, Norms, SessionLengths};
 use super::postings::{self, Posting};
 use super::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use super::run_file::{self, RunSpan};
@@ -537,7 +537,7 @@ mod tests {
     }
 
     #[test]
-    fn shared_norm_rows_fill_the_lengths_each_reader_would() -> Result<(), Box<dyn std::error::Error>> {
+    fn session_lengths_are_those_a_filled_list_has() -> Result<(), Box<dyn std::error::Error>> {
         let (_dir, store) = temp_store()?;
         // Two anchors over three norm rows of session 0 (lengths varying by turn), and one
         // posting in session 1.
@@ -560,40 +560,49 @@ mod tests {
                 .collect();
             blocks.extend((0..4).map(|turn| NewBlock { key: block_key(1, turn), len_user: 2, len_assistant: 9 }));
             norms::put(&mut view.tables.norms, &blocks)?;
-            Ok(())
+            // A pending turn after the folded ones, in the third row: its lengths are its record's.
+            let forward = ForwardRecord { len_user: 300, len_assistant: 2, entries: vec![(7, 1, 1)] };
+            view.put_turn(0, 9000, &turn_record(), None, forward, PendingRow::Logged)
         })?;
         let view = store.read()?;
-        let alone = |hash| -> Result<Vec<Posting>, Error> {
+        let filled = |hash, session| -> Result<Vec<Posting>, Error> {
             let mut list = Vec::new();
-            view.session_postings(hash, 0, |p| list.push(p))?;
+            view.session_postings(hash, session, |p| list.push(p))?;
             Ok(list)
         };
-        let expected = alone(7)?;
+        let mut expected = filled(7, 0)?;
         assert_eq!(expected.len(), turns.len());
         assert!(expected.iter().all(|p| p.len_user == postings::decode_norm(postings::encode_norm(length(p.turn)))));
-        // Two threads share the rows of session 0: each reads what it would alone.
-        let shared = SessionNorms::new(0, 9000);
-        let sharing = |hash| -> Result<Vec<Posting>, Error> {
+        expected.push(Posting::new(9000, 1, 1, postings::decode_norm(postings::encode_norm(300)), 2));
+        let looked_up = |lengths: &SessionLengths<'_, _>, hash, session| -> Result<Vec<Posting>, Error> {
             let mut list = Vec::new();
-            view.session_postings_sharing(&shared, hash, 0, &mut list)?;
-            Ok(list)
+            view.session_postings_without_lengths(hash, session, &mut list)?;
+            assert!(list.iter().all(|p| (p.len_user, p.len_assistant) == (0, 0)));
+            (list.iter())
+                .map(|p| {
+                    let low = p.turn - p.turn % norms::ROW_TURNS;
+                    let block = lengths.block(low)?;
+                    let k = (p.turn - low) as usize;
+                    let (user, assistant) = block.lengths(k).ok_or_else(|| block.missing(k))?;
+                    Ok(Posting::new(p.turn, p.tf_user, p.tf_assistant, user, assistant))
+                })
+                .collect()
         };
+        // Two threads share the rows of session 0: each finds what filling the list would.
+        let lengths = view.session_lengths(0, 9001);
         let (seven, eight) = std::thread::scope(|scope| {
-            let seven = scope.spawn(|| sharing(7));
-            let eight = scope.spawn(|| sharing(8));
+            let seven = scope.spawn(|| looked_up(&lengths, 7, 0));
+            let eight = scope.spawn(|| looked_up(&lengths, 8, 0));
             (seven.join().expect("thread"), eight.join().expect("thread"))
         });
         assert_eq!(seven?, expected);
-        assert_eq!(eight?, alone(8)?);
-        // Another session's postings read their own rows, not the shared ones.
-        let mut other = Vec::new();
-        view.session_postings_sharing(&shared, 7, 1, &mut other)?;
-        assert_eq!(other, [Posting::new(3, 0, 1, 0, 9)]);
-        // A session's rows shared for fewer turns than it holds: the rest are read as before.
-        let short = SessionNorms::new(0, 100);
-        let mut list = Vec::new();
-        view.session_postings_sharing(&short, 7, 0, &mut list)?;
-        assert_eq!(list, expected);
+        assert_eq!(eight?, filled(8, 0)?);
+        assert_eq!(looked_up(&view.session_lengths(1, 4), 7, 1)?, [Posting::new(3, 0, 1, 0, 9)]);
+        // A session whose norm rows are missing: an error naming the turn, not lengths of 0.
+        let none = view.session_lengths(2, 10);
+        let block = none.block(0)?;
+        assert_eq!(block.lengths(3), None);
+        assert!(block.missing(3).to_string().contains("norms of turn 2:3"), "{}", block.missing(3));
         Ok(())
     }
 
@@ -616,9 +625,8 @@ mod tests {
             Ok(())
         })?;
         let view = store.read()?;
-        let shared = SessionNorms::new(0, 20);
         let mut list = Vec::new();
-        let read = view.session_postings_sharing(&shared, 7, 0, &mut list);
+        let read = view.session_postings_without_lengths(7, 0, &mut list);
         assert!(read.is_err(), "{:?}", list.iter().map(|p| p.turn).collect::<Vec<_>>());
         Ok(())
     }

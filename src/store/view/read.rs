@@ -200,26 +200,20 @@ impl<S: Source> View<S> {
     /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
     pub fn session_postings(&self, hash: u64, session: u32, emit: impl FnMut(Posting)) -> Result<(), Error> {
         let mut list = Vec::new();
-        self.folded_postings(self.norms(), hash, session, &mut list)?;
+        self.folded_postings(Some(self.norms()), hash, session, &mut list)?;
         list.into_iter().for_each(emit);
         Ok(())
     }
 
     /// Appends the postings of `hash` in `session` to `out`, folded then pending, in turn
-    /// order, the folded ones' lengths filled from rows `norms` shares. On an error `out` may
-    /// hold part of the list.
-    pub fn session_postings_sharing(
-        &self,
-        norms: &SessionNorms,
-        hash: u64,
-        session: u32,
-        out: &mut Vec<Posting>,
-    ) -> Result<(), Error> {
+    /// order, with no side lengths (0): recall looks up those of the turns it scores only
+    /// ([`View::session_lengths`]). On an error `out` may hold part of the list.
+    pub fn session_postings_without_lengths(&self, hash: u64, session: u32, out: &mut Vec<Posting>) -> Result<(), Error> {
         let folded = out.len();
-        self.folded_postings(Norms::sharing(&self.tables.norms, norms), hash, session, out)?;
+        self.folded_postings(None, hash, session, out)?;
         let pending = out.len();
         for (turn, forward) in self.pending.of_session(session) {
-            out.extend(forward.posting(turn, hash));
+            out.extend(forward.posting(turn, hash).map(|p| Posting { len_user: 0, len_assistant: 0, ..p }));
         }
         if !follows(out, folded, pending) {
             return Err(corrupt(format!("pending turns of session {session}"), "a turn at or before a folded one"));
@@ -227,13 +221,20 @@ impl<S: Source> View<S> {
         Ok(())
     }
 
+    /// The side lengths of `session`'s first `turns` turns, folded and pending, which
+    /// [`View::session_postings_without_lengths`] leaves out.
+    pub fn session_lengths(&self, session: u32, turns: u32) -> SessionLengths<'_, S::Norms> {
+        let pending = self.pending.of_session(session).map(|(turn, f)| (turn, f.len_user, f.len_assistant));
+        SessionLengths::new(&self.tables.norms, session, turns, pending)
+    }
+
     /// Appends the folded postings of `hash` in `session` to `out`, in turn order, their
-    /// lengths filled by `norms`: decoded a row at a time, not a posting at a time through a
+    /// lengths filled by `norms` if given (0 if not): decoded a row at a time, not a posting at a time through a
     /// callback, as a long history's lists are read. Rows are checked one by one, and each
     /// against the one before: scoring relies on the order.
     fn folded_postings(
         &self,
-        mut norms: Norms<'_>,
+        mut norms: Option<Norms<'_>>,
         hash: u64,
         session: u32,
         out: &mut Vec<Posting>,
@@ -250,7 +251,7 @@ impl<S: Source> View<S> {
                 *what = Some(postings::CorruptChunk { offset: 0 });
                 return false;
             }
-            match norms.fill_all(session, &mut out[start..]) {
+            match norms.as_mut().map_or(Ok(()), |n| n.fill_all(session, &mut out[start..])) {
                 Ok(()) => true,
                 Err(e) => {
                     missing = Some(e);
