@@ -114,6 +114,7 @@ pub fn score(
         return Ok(Vec::new());
     }
     let full = scored;
+    let inverse_bound = 1.0 / upper_bound;
     let bounds = Bounds::new(query, postings, upper_bound, full);
     let terms = LengthTerms::new(context);
     // The best lower bound yet on the `keep`-th best score, as the bits of a non-negative
@@ -168,12 +169,20 @@ pub fn score(
                 }
             }
             // Below the bar no candidate is among the best `keep` of all (`keep` others clear it).
+            // Most turns of a long history are well below it: that is seen without dividing.
             let bar = f64::from_bits(threshold.load(Ordering::Relaxed));
+            let clearly_below = bar - 1e-9;
             let mut candidates: Vec<Candidate> = sums
                 .drain()
                 .filter_map(|(k, user, assistant, matched)| {
                     let turn = low + k as u32;
                     let exact = if matched == full { 1.0 } else { 0.0 };
+                    let rest = WEIGHT_EXACT * exact + WEIGHT_RECENCY * recency(turn, context.current_turn);
+                    if (WEIGHT_USER * user + WEIGHT_ASSISTANT * assistant) * inverse_bound + rest
+                        < clearly_below
+                    {
+                        return None;
+                    }
                     let score = WEIGHT_USER * user / upper_bound
                         + WEIGHT_ASSISTANT * assistant / upper_bound
                         + WEIGHT_EXACT * exact
