@@ -123,7 +123,7 @@ pub fn score(
     let blocks: Vec<u32> = (0..=last_turn / SCORE_BLOCK_TURNS).collect();
     let per_block: Vec<Vec<Candidate>> = blocks
         .par_iter()
-        .map_init(BlockSums::new, |sums, &block| {
+        .map_init(SpareSums::take, |sums, &block| {
             let low = block * SCORE_BLOCK_TURNS;
             let high = low.saturating_add(SCORE_BLOCK_TURNS);
             let in_block: Vec<&[Posting]> = postings
@@ -252,6 +252,45 @@ impl Bounds {
             (mask, sum) = (next_mask, next_sum);
         }
         mask
+    }
+}
+
+thread_local! {
+    /// A worker's [`BlockSums`] between queries: 100 KiB, which rayon would otherwise
+    /// allocate and zero for each of the dozens of pieces it splits a query's blocks into.
+    static SPARE_SUMS: std::cell::Cell<Option<Box<BlockSums>>> = const { std::cell::Cell::new(None) };
+}
+
+/// A worker's [`BlockSums`], taken from the thread's spare (or new) and given back, cleared,
+/// when done with, however the work ended.
+struct SpareSums(Option<Box<BlockSums>>);
+
+impl SpareSums {
+    fn take() -> Self {
+        SpareSums(Some(SPARE_SUMS.take().unwrap_or_else(|| Box::new(BlockSums::new()))))
+    }
+}
+
+impl std::ops::Deref for SpareSums {
+    type Target = BlockSums;
+
+    fn deref(&self) -> &BlockSums {
+        self.0.as_deref().expect("taken until dropped")
+    }
+}
+
+impl std::ops::DerefMut for SpareSums {
+    fn deref_mut(&mut self) -> &mut BlockSums {
+        self.0.as_deref_mut().expect("taken until dropped")
+    }
+}
+
+impl Drop for SpareSums {
+    fn drop(&mut self) {
+        if let Some(mut sums) = self.0.take() {
+            sums.clear();
+            SPARE_SUMS.set(Some(sums));
+        }
     }
 }
 
@@ -619,10 +658,14 @@ mod tests {
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 100 };
         // Lengths of turns 0..10 only: turn 9 scores, turn 50 is a damaged index.
         let norms = Lengths([encode_norm(4), encode_norm(8)].repeat(10));
-        assert_eq!(scores(&q, &[vec![posting(9, 1, 0)]], &norms, 1, &context, 20).len(), 1);
-        let err =
-            score(&q, &[vec![posting(9, 1, 0), posting(50, 1, 0)]], &norms, 1, &context, 20).unwrap_err();
+        // One worker, whose sums outlive each query: the failed one leaves none behind.
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let alone = one.install(|| scores(&q, &[vec![posting(9, 1, 0)]], &norms, 1, &context, 20));
+        assert_eq!(alone.len(), 1);
+        let both = [vec![posting(9, 1, 0), posting(50, 1, 0)]];
+        let err = one.install(|| score(&q, &both, &norms, 1, &context, 20)).unwrap_err();
         assert!(err.to_string().contains("norms of turn 0:50"), "{err}");
+        assert_eq!(one.install(|| scores(&q, &[vec![posting(9, 1, 0)]], &norms, 1, &context, 20)), alone);
     }
 
     #[test]
