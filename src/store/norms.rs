@@ -67,9 +67,9 @@ impl<T: ReadableTable<u64, &'static [u8]>> NormRows for T {
 }
 
 /// The side lengths of one session's turns as norm bytes (two a turn: user, then assistant;
-/// [`decode_norm`]), for recall to look up block by block as it
-/// scores: folded turns' from the `norms` table, each row read once whichever thread asks
-/// first (a long history's rows are 1 MiB), pending turns' from their forward records.
+/// [`decode_norm`]), for recall to look up block by block as it scores: folded turns' from
+/// the `norms` table, each row read once whichever thread asks first (a long history's rows
+/// are 1 MiB), pending turns' from their forward records.
 pub struct SessionLengths<'v, T: ?Sized> {
     table: &'v T,
     session: u32,
@@ -83,7 +83,8 @@ pub struct SessionLengths<'v, T: ?Sized> {
 
 impl<'v, T: NormRows + ?Sized> SessionLengths<'v, T> {
     /// The lengths of `session`'s first `turns` turns: folded ones read from `table` when first
-    /// asked for, pending ones given as `(turn, user length, assistant length)`, ascending.
+    /// asked for, pending ones given as `(turn, user length, assistant length)`, ascending
+    /// (those at or past `turns`, which no query of the session scores, are left out).
     pub fn new(
         table: &'v T,
         session: u32,
@@ -92,7 +93,7 @@ impl<'v, T: NormRows + ?Sized> SessionLengths<'v, T> {
     ) -> Self {
         let rows = (0..turns.div_ceil(ROW_TURNS)).map(|_| OnceLock::new()).collect();
         let (mut pending_start, mut norms) = (u32::MAX, Vec::new());
-        for (turn, user, assistant) in pending {
+        for (turn, user, assistant) in pending.into_iter().take_while(|p| p.0 < turns) {
             pending_start = pending_start.min(turn);
             let at = 2 * (turn - pending_start) as usize;
             if norms.len() < at + 2 {
