@@ -6,8 +6,8 @@
 //! `lex` is BM25 (k1 = 1.2, b = 0.75) of one side, divided by its upper bound
 //! `Σ idf(t)·(k1 + 1)` over the query's anchors so it lies in [0, 1]. Only blocks in some
 //! query anchor's postings are scored: the input is the postings of the query's anchors, never
-//! the history. Each anchor's postings are scored on the rayon pool; the per-block sums are
-//! then added in anchor order, so the result does not depend on the number of threads.
+//! the history. Blocks of turns are scored on the rayon pool; within a turn the anchors'
+//! shares are added in anchor order, so the result does not depend on the number of threads.
 
 use crate::error::Result;
 use crate::query::QueryAnchors;
@@ -138,6 +138,16 @@ pub fn score(
                 return Ok(Vec::new());
             }
             let norms = norms.block(low)?;
+            // Every posting's turn must have lengths, scored or passed over: a damaged index is
+            // an error however many threads score it.
+            for list in &in_block {
+                for gap in norms.gaps() {
+                    let at = list.partition_point(|p| ((p.turn - low) as usize) < gap.start);
+                    if let Some(p) = list.get(at).filter(|p| gap.contains(&((p.turn - low) as usize))) {
+                        return Err(norms.missing((p.turn - low) as usize).into());
+                    }
+                }
+            }
             let skipped = bounds.below(f64::from_bits(threshold.load(Ordering::Relaxed)));
             // The turns some list that is not skipped holds: those are scored, with every
             // list's share, and the others only if recency may lift them. (With none skipped,
@@ -158,6 +168,7 @@ pub fn score(
                     if skip && !sums.is_marked(k) && recency(p.turn, context.current_turn) == 0.0 {
                         continue;
                     }
+                    // Checked above: every posting of the block has its turn's lengths.
                     let Some((norm_user, norm_assistant)) = norms.get(k) else {
                         sums.clear();
                         return Err(norms.missing(k).into());
@@ -287,7 +298,8 @@ impl std::ops::DerefMut for SpareSums {
 
 impl Drop for SpareSums {
     fn drop(&mut self) {
-        if let Some(mut sums) = self.0.take() {
+        // Sums a panic left half drained are not given back: they might not clear.
+        if let Some(mut sums) = self.0.take().filter(|_| !std::thread::panicking()) {
             sums.clear();
             SPARE_SUMS.set(Some(sums));
         }
@@ -466,6 +478,21 @@ mod tests {
         fn block(&self, low: u32) -> Result<BlockNorms<'_>> {
             let from = (2 * low as usize).min(self.0.len());
             Ok(BlockNorms::new(0, low, &self.0[from..], SCORE_BLOCK_TURNS as usize, &[]))
+        }
+    }
+
+    /// [`Lengths`] but for one turn, as a damaged index may lack it: the block's turns before
+    /// it folded, those after it pending.
+    struct Holed(Lengths, u32);
+
+    impl TurnNorms for Holed {
+        fn block(&self, low: u32) -> Result<BlockNorms<'_>> {
+            let Holed(Lengths(all), hole) = self;
+            if !(low..low + SCORE_BLOCK_TURNS).contains(hole) {
+                return self.0.block(low);
+            }
+            let (from, to) = (2 * low as usize, 2 * *hole as usize);
+            Ok(BlockNorms::new(0, low, &all[from..to], (hole + 1 - low) as usize, &all[to + 2..]))
         }
     }
 
@@ -658,7 +685,7 @@ mod tests {
         let context = RecallContext { avg_len_user: 4.0, avg_len_assistant: 8.0, current_turn: 100 };
         // Lengths of turns 0..10 only: turn 9 scores, turn 50 is a damaged index.
         let norms = Lengths([encode_norm(4), encode_norm(8)].repeat(10));
-        // One worker, whose sums outlive each query: the failed one leaves none behind.
+        // One worker, whose sums outlive each query: a failed one leaves none behind.
         let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
         let alone = one.install(|| scores(&q, &[vec![posting(9, 1, 0)]], &norms, 1, &context, 20));
         assert_eq!(alone.len(), 1);
@@ -666,6 +693,26 @@ mod tests {
         let err = one.install(|| score(&q, &both, &norms, 1, &context, 20)).unwrap_err();
         assert!(err.to_string().contains("norms of turn 0:50"), "{err}");
         assert_eq!(one.install(|| scores(&q, &[vec![posting(9, 1, 0)]], &norms, 1, &context, 20)), alone);
+    }
+
+    #[test]
+    fn a_turn_without_lengths_is_an_error_even_where_pruning_passes_over_it() {
+        let q = query(&[("zircon", 60), ("lattice", 2_000), ("granite", 50_000)], 60_000);
+        let (postings, norms) = long_history(60_000, 900);
+        let context = RecallContext { avg_len_user: 20.0, avg_len_assistant: 100.0, current_turn: 60_000 };
+        // A turn of a late block that only the common anchor holds: once block 0 set the bar,
+        // it is passed over (the pruning test above), but its lengths are still checked.
+        let held = |list: &[Posting], turn| list.binary_search_by_key(&turn, |p| p.turn).is_ok();
+        let hole = (41_000..45_000)
+            .find(|&t| held(&postings[2], t) && !held(&postings[1], t) && !held(&postings[0], t))
+            .unwrap();
+        let holed = Holed(norms, hole);
+        for threads in [1, 4] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| score(&q, &postings, &holed, q.full_mask(), &context, 200));
+            let err = got.expect_err("a turn without lengths");
+            assert!(err.to_string().contains(&format!("norms of turn 0:{hole}")), "{threads} threads: {err}");
+        }
     }
 
     #[test]
@@ -677,8 +724,15 @@ mod tests {
             for tf in 0..4 {
                 let user = saturate(2.5, tf, terms.user[usize::from(norm)]);
                 let assistant = saturate(2.5, tf, terms.assistant[usize::from(norm)]);
+                // BM25 as written before the table, inline: the same bits.
+                let by_hand = |avg: f64| {
+                    let tf = f64::from(tf);
+                    let norm = f64::from(len) / avg;
+                    2.5 * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm))
+                };
+                assert_eq!(user.to_bits(), by_hand(13.7).to_bits(), "norm {norm}, tf {tf}");
+                assert_eq!(assistant.to_bits(), by_hand(211.3).to_bits(), "norm {norm}, tf {tf}");
                 assert_eq!(user.to_bits(), bm25(2.5, tf, len, 13.7).to_bits(), "norm {norm}, tf {tf}");
-                assert_eq!(assistant.to_bits(), bm25(2.5, tf, len, 211.3).to_bits(), "norm {norm}, tf {tf}");
             }
         }
     }

@@ -50,7 +50,7 @@ where
         Ok((list, in_session))
     };
     // One anchor a task when the lists are long (a long history's are 100k postings, each
-    // decoded and its lengths looked up); short ones cost less than handing them out.
+    // decoded); short ones cost less than handing them out.
     let read: Vec<(Vec<Posting>, usize)> = if rooms.iter().sum::<usize>() >= MIN_PARALLEL_POSTINGS {
         query.anchors().par_iter().zip(&rooms).map(read).collect::<Result<_>>()?
     } else {
@@ -109,7 +109,8 @@ fn anchor_postings<S: Source>(
 }
 
 /// Two forms' postings (each in turn order) as one list: in turn order, one per turn, the
-/// counts of a turn's forms added up (a side's length is the same in each posting that has it).
+/// counts of a turn's forms added up (lengths, where a posting has them, are its turn's: the
+/// same in each).
 fn merge_forms(a: &[Posting], b: &[Posting]) -> Vec<Posting> {
     let mut merged = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);

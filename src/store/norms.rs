@@ -83,8 +83,9 @@ pub struct SessionLengths<'v, T: ?Sized> {
 
 impl<'v, T: NormRows + ?Sized> SessionLengths<'v, T> {
     /// The lengths of `session`'s first `turns` turns: folded ones read from `table` when first
-    /// asked for, pending ones given as `(turn, user length, assistant length)`, ascending
-    /// (those at or past `turns`, which no query of the session scores, are left out).
+    /// asked for, pending ones given as `(turn, user length, assistant length)`, ascending. A
+    /// session's pending turns follow each other; past a gap, or at `turns`, the rest are left
+    /// out (a damaged index), and scoring a posting of theirs is an error.
     pub fn new(
         table: &'v T,
         session: u32,
@@ -92,15 +93,14 @@ impl<'v, T: NormRows + ?Sized> SessionLengths<'v, T> {
         pending: impl IntoIterator<Item = (u32, u32, u32)>,
     ) -> Self {
         let rows = (0..turns.div_ceil(ROW_TURNS)).map(|_| OnceLock::new()).collect();
-        let (mut pending_start, mut norms) = (u32::MAX, Vec::new());
-        for (turn, user, assistant) in pending.into_iter().take_while(|p| p.0 < turns) {
-            pending_start = pending_start.min(turn);
-            let at = 2 * (turn - pending_start) as usize;
-            if norms.len() < at + 2 {
-                norms.resize(at + 2, 0);
+        let mut pending = pending.into_iter().peekable();
+        let pending_start = pending.peek().map_or(u32::MAX, |p| p.0);
+        let mut norms = Vec::new();
+        for (next, (turn, user, assistant)) in (pending_start..turns).zip(pending) {
+            if turn != next {
+                break;
             }
-            norms[at] = encode_norm(user);
-            norms[at + 1] = encode_norm(assistant);
+            norms.extend([encode_norm(user), encode_norm(assistant)]);
         }
         SessionLengths { table, session, rows, pending_start, pending: norms }
     }
@@ -161,6 +161,16 @@ impl<'a> BlockNorms<'a> {
             }
         };
         Some((pair[0], pair[1]))
+    }
+
+    /// The turns of the block (offsets from its first) with no norms: past the folded row and
+    /// before the pending turns, and past both. A sound index has norms for every turn up to
+    /// its last; checking a block's postings against these before scoring any makes a damaged
+    /// index an error whichever turns pruning passes over.
+    pub fn gaps(&self) -> [std::ops::Range<usize>; 2] {
+        let folded = self.folded.len() / 2;
+        let pending_end = self.pending_from + self.pending.len() / 2;
+        [folded..self.pending_from.max(folded), folded.max(pending_end)..usize::MAX]
     }
 
     /// The side lengths `(user, assistant)` of the block's `k`th turn, if the index has them.

@@ -561,8 +561,14 @@ mod tests {
             blocks.extend((0..4).map(|turn| NewBlock { key: block_key(1, turn), len_user: 2, len_assistant: 9 }));
             norms::put(&mut view.tables.norms, &blocks)?;
             // A pending turn after the folded ones, in the third row: its lengths are its record's.
-            let forward = ForwardRecord { len_user: 300, len_assistant: 2, entries: vec![(7, 1, 1)] };
-            view.put_turn(0, 9000, &turn_record(), None, forward, PendingRow::Logged)
+            let forward = |len_user| ForwardRecord { len_user, len_assistant: 2, entries: vec![(7, 1, 1)] };
+            view.put_turn(0, 9000, &turn_record(), None, forward(300), PendingRow::Logged)?;
+            // Session 3: pending turns only, across a row's end. Session 4: a gap in its pending
+            // turns (a damaged index), past which none has lengths.
+            for (session, turn) in [(3, 4094), (3, 4095), (3, 4096), (3, 4097), (4, 10), (4, 11), (4, 13)] {
+                view.put_turn(session, turn, &turn_record(), None, forward(turn), PendingRow::Logged)?;
+            }
+            Ok(())
         })?;
         let view = store.read()?;
         let filled = |hash, session| -> Result<Vec<Posting>, Error> {
@@ -598,6 +604,19 @@ mod tests {
         assert_eq!(seven?, expected);
         assert_eq!(eight?, filled(8, 0)?);
         assert_eq!(looked_up(&view.session_lengths(1, 4), 7, 1)?, [Posting::new(3, 0, 1, 0, 9)]);
+        let quantized = |len| postings::decode_norm(postings::encode_norm(len));
+        let three = view.session_lengths(3, 4098);
+        let (first, second) = (three.block(0)?, three.block(4096)?);
+        assert_eq!((first.lengths(4093), first.lengths(4094)), (None, Some((quantized(4094), 2))));
+        assert_eq!(first.lengths(4095), Some((quantized(4095), 2)));
+        assert_eq!((second.lengths(0), second.lengths(1)), (Some((quantized(4096), 2)), Some((quantized(4097), 2))));
+        assert_eq!(second.lengths(2), None);
+        let [before, after] = first.gaps();
+        assert_eq!((before, after.start >= 4096), (0..4094, true), "the pending turns run into the next block");
+        assert_eq!(second.gaps(), [0..0, 2..usize::MAX]);
+        let four = view.session_lengths(4, 14);
+        let block = four.block(0)?;
+        assert_eq!((block.lengths(11), block.lengths(13)), (Some((11, 2)), None));
         // A session whose norm rows are missing: an error naming the turn, not lengths of 0.
         let none = view.session_lengths(2, 10);
         let block = none.block(0)?;

@@ -208,7 +208,12 @@ impl<S: Source> View<S> {
     /// Appends the postings of `hash` in `session` to `out`, folded then pending, in turn
     /// order, with no side lengths (0): recall looks up those of the turns it scores only
     /// ([`View::session_lengths`]). On an error `out` may hold part of the list.
-    pub fn session_postings_without_lengths(&self, hash: u64, session: u32, out: &mut Vec<Posting>) -> Result<(), Error> {
+    pub fn session_postings_without_lengths(
+        &self,
+        hash: u64,
+        session: u32,
+        out: &mut Vec<Posting>,
+    ) -> Result<(), Error> {
         let folded = out.len();
         self.folded_postings(None, hash, session, out)?;
         let pending = out.len();
