@@ -83,9 +83,8 @@ impl<T: NormRows + Sync + ?Sized> TurnNorms for SessionLengths<'_, T> {
 /// each sorted by turn; their turns' side lengths from `norms`). Each block of turns keeps at
 /// most its own `keep` best candidates; together they hold the best `keep` of all, so the
 /// first `keep` that [`Ranking`] orders them into are those (past them the ranking is
-/// incomplete). Returned by block of turns, not by
-/// rank or turn. A long history touches ~100k turns, of which a selection looks at 200, or
-/// 2,000 for `fill`.
+/// incomplete). Returned by block of turns, not by rank or turn. A long history touches ~100k
+/// turns, of which a selection looks at 200, or 2,000 for `fill`.
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
@@ -168,9 +167,9 @@ pub fn score(
                     if skip && !sums.is_marked(k) && recency(p.turn, context.current_turn) == 0.0 {
                         continue;
                     }
-                    // Checked above: every posting of the block has its turn's lengths.
+                    // Checked above: every posting of the block has its turn's lengths (and the
+                    // worker's sums are cleared when it is done, however it ends).
                     let Some((norm_user, norm_assistant)) = norms.get(k) else {
-                        sums.clear();
                         return Err(norms.missing(k).into());
                     };
                     let user = saturate(anchor.idf, p.tf_user, terms.user[usize::from(norm_user)]);
@@ -188,7 +187,8 @@ pub fn score(
                 .filter_map(|(k, user, assistant, matched)| {
                     let turn = low + k as u32;
                     let exact = if matched == full { 1.0 } else { 0.0 };
-                    let rest = WEIGHT_EXACT * exact + WEIGHT_RECENCY * recency(turn, context.current_turn);
+                    let recent = recency(turn, context.current_turn);
+                    let rest = WEIGHT_EXACT * exact + WEIGHT_RECENCY * recent;
                     if (WEIGHT_USER * user + WEIGHT_ASSISTANT * assistant) * inverse_bound + rest
                         < clearly_below
                     {
@@ -197,7 +197,7 @@ pub fn score(
                     let score = WEIGHT_USER * user / upper_bound
                         + WEIGHT_ASSISTANT * assistant / upper_bound
                         + WEIGHT_EXACT * exact
-                        + WEIGHT_RECENCY * recency(turn, context.current_turn);
+                        + WEIGHT_RECENCY * recent;
                     (score >= bar).then_some(Candidate { turn, score, matched })
                 })
                 .collect();

@@ -255,16 +255,15 @@ pub fn decode_row_until(
 ) -> Result<(), CorruptChunk> {
     // Streamed, checked as it goes: no buffer a call (a global search decodes a row a call).
     for_each_segment(key, row, last_session, |session, reader, count, first_turn| {
-        let mut previous: Option<u32> = None;
-        let mut bad = false;
+        // Decoding checks the order; the segment's first posting must be the key's.
+        let mut first = true;
+        let mut keyed = true;
         decode_postings(reader, count, &mut |p: Posting| {
-            let in_order = previous.is_none_or(|t| p.turn > t);
-            let keyed = previous.is_some() || first_turn.is_none_or(|turn| p.turn == turn);
-            bad |= !(in_order && keyed);
-            previous = Some(p.turn);
+            keyed &= !first || first_turn.is_none_or(|turn| p.turn == turn);
+            first = false;
             emit(session, p);
         })?;
-        if bad { Err(CorruptChunk { offset: 0 }) } else { Ok(()) }
+        if keyed { Ok(()) } else { Err(CorruptChunk { offset: 0 }) }
     })
 }
 
