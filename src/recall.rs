@@ -140,7 +140,12 @@ pub fn score(
             // Every posting's turn must have lengths, scored or passed over: a damaged index is
             // an error however many threads score it.
             for list in &in_block {
-                for gap in norms.gaps() {
+                let (Some(first), Some(last)) = (list.first(), list.last()) else { continue };
+                let span = (first.turn - low) as usize..=(last.turn - low) as usize;
+                // A sound block's gaps are empty or past its end: seen without searching.
+                for gap in
+                    norms.gaps().into_iter().filter(|gap| gap.start <= *span.end() && *span.start() < gap.end)
+                {
                     let at = list.partition_point(|p| ((p.turn - low) as usize) < gap.start);
                     if let Some(p) = list.get(at).filter(|p| gap.contains(&((p.turn - low) as usize))) {
                         return Err(norms.missing((p.turn - low) as usize).into());
