@@ -89,9 +89,9 @@ impl<T: NormRows + Sync + ?Sized> TurnNorms for SessionLengths<'_, T> {
 ///
 /// Blocks of [`SCORE_BLOCK_TURNS`] turns are scored in parallel; within a turn the anchors'
 /// contributions are added in anchor order, so the sums do not depend on the thread count.
-/// Once the blocks scored have `keep` candidates between them, the lowest of their best `keep`
-/// bounds what the best `keep` of all score at least ([`Floor`]), and the blocks scored after
-/// it drop what scores less and pass over the turns that only the
+/// Once the blocks scored have `keep` positive-scoring candidates between them, the lowest of
+/// their best `keep` bounds what the best `keep` of all score at least ([`Floor`]), and the
+/// blocks scored after it drop what scores less and pass over the turns that only the
 /// commonest anchors' lists hold when those lists together cannot reach that score
 /// ([`Bounds`], MaxScore as search engines prune with it): a long history's commonest words
 /// hold most of its postings and add the least.
@@ -143,8 +143,10 @@ pub fn score(
                 let (Some(first), Some(last)) = (list.first(), list.last()) else { continue };
                 let span = (first.turn - low) as usize..=(last.turn - low) as usize;
                 // A sound block's gaps are empty or past its end: seen without searching.
-                for gap in
-                    norms.gaps().into_iter().filter(|gap| gap.start <= *span.end() && *span.start() < gap.end)
+                for gap in norms
+                    .gaps()
+                    .into_iter()
+                    .filter(|gap| !gap.is_empty() && gap.start <= *span.end() && *span.start() < gap.end)
                 {
                     let at = list.partition_point(|p| ((p.turn - low) as usize) < gap.start);
                     if let Some(p) = list.get(at).filter(|p| gap.contains(&((p.turn - low) as usize))) {
@@ -225,10 +227,9 @@ pub fn score(
 }
 
 /// The least score among the best `keep` candidates of the blocks scored so far: the best
-/// `keep` of all score this much or more, and later blocks drop what scores less. Measured at
-/// 1M turns, a 500k-turn history's best 200 were 3–30× above any one block's 200th best (they
-/// are a few a block), which was the floor before, too low for [`Bounds`] to pass over any
-/// list.
+/// `keep` of all score this much or more, and later blocks drop what scores less. Taken over
+/// every block scored, not one: a long history's best `keep` are a few a block, and one
+/// block's `keep`-th best lies far below them, too low for [`Bounds`] to pass over any list.
 struct Floor {
     keep: usize,
     /// The best positive scores offered, at most `keep` of them between offers, as their bits
@@ -257,10 +258,11 @@ impl Floor {
             return;
         }
         let floor = self.bits.load(Ordering::Relaxed);
-        // A panic elsewhere cannot leave the scores half updated: each step below is whole.
+        // However a holder of the lock ended, `best` holds real scores of distinct turns: its
+        // least of `keep` is still a floor.
         let mut best = self.best.lock().unwrap_or_else(PoisonError::into_inner);
-        // Only positive scores: their bits order as they do (a negative idf makes a negative
-        // score, and a floor at or below 0 passes over nothing).
+        // Only positive scores: the bits of non-negative floats order as the floats do, and a
+        // floor of 0 passes over nothing (a turn whose anchors count 0 on both sides scores 0).
         let scores = candidates.iter().filter(|c| c.score > 0.0).map(|c| c.score.to_bits());
         best.extend(scores.filter(|&bits| bits >= floor));
         if best.len() >= self.keep {
@@ -710,9 +712,9 @@ mod tests {
         let turns =
             postings.iter().flatten().map(|p| p.turn).collect::<std::collections::BTreeSet<_>>().len();
         // Every block is short of 5,000 candidates (~3,700 each): the bar is the 5,000th best of
-        // the blocks scored so far together, and the later blocks keep few.
+        // the blocks scored so far together, and the later blocks keep fewer and fewer.
         let wide = one.install(|| scores(&q, &postings, &norms, q.full_mask(), &context, 5_000));
-        assert!(wide.len() < turns / 3, "{} candidates of {turns}", wide.len());
+        assert!(wide.len() < turns / 2, "{} candidates of {turns}", wide.len());
         let all: Vec<Candidate> =
             Ranking::new(scores(&q, &postings, &norms, q.full_mask(), &context, usize::MAX)).collect();
         assert_eq!(Ranking::new(wide).take(5_000).collect::<Vec<_>>(), all[..5_000]);
@@ -720,6 +722,46 @@ mod tests {
         // nothing is passed over.
         let few = one.install(|| scores(&q, &postings, &norms, q.full_mask(), &context, 58_000));
         assert_eq!(few.len(), turns);
+    }
+
+    #[test]
+    fn the_floor_is_the_best_of_every_block_together() {
+        // No block of this history has a dense start: each alone holds ~20 turns of the rarer
+        // anchors, far short of `keep`, and only their best together make a bar.
+        let q = query(&[("zircon", 60), ("lattice", 2_000), ("granite", 50_000)], 60_000);
+        let (postings, norms) = long_history(60_000, 0);
+        let context = RecallContext { avg_len_user: 20.0, avg_len_assistant: 100.0, current_turn: 60_000 };
+        let (keep, blocks) = (200, 60_000usize.div_ceil(SCORE_BLOCK_TURNS as usize));
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let kept = one.install(|| scores(&q, &postings, &norms, q.full_mask(), &context, keep));
+        assert!(kept.len() < keep + blocks * 50, "{} candidates from {blocks} blocks", kept.len());
+        let all: Vec<Candidate> =
+            Ranking::new(scores(&q, &postings, &norms, q.full_mask(), &context, usize::MAX)).collect();
+        assert_eq!(Ranking::new(kept).take(keep).collect::<Vec<_>>(), all[..keep]);
+    }
+
+    #[test]
+    fn a_floor_is_the_least_of_the_best_positive_scores_offered() {
+        let offered = |scores: &[f64]| -> Vec<Candidate> {
+            scores.iter().zip(0..).map(|(&score, turn)| Candidate { turn, score, matched: 1 }).collect()
+        };
+        let floor = Floor::new(3, 100);
+        floor.offer(&offered(&[1.0, 2.0]));
+        assert_eq!(floor.get(), 0.0, "two scores do not make the best three");
+        floor.offer(&offered(&[0.5, 3.0]));
+        assert_eq!(floor.get(), 1.0);
+        // A tie with the floor, and scores that cannot count, leave it where it is.
+        floor.offer(&offered(&[1.0, 0.0, -4.0, f64::NAN, 0.25]));
+        assert_eq!(floor.get(), 1.0);
+        floor.offer(&offered(&[2.5, 4.0]));
+        assert_eq!(floor.get(), 2.5);
+        // Non-positive scores never fill a floor, and one that cannot fill stays 0.
+        let zeros = Floor::new(2, 100);
+        zeros.offer(&offered(&[0.0, -1.0, 0.0]));
+        assert_eq!(zeros.get(), 0.0);
+        let wide = Floor::new(101, 100);
+        wide.offer(&offered(&[5.0; 101]));
+        assert_eq!(wide.get(), 0.0);
     }
 
     #[test]
