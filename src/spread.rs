@@ -143,14 +143,12 @@ pub fn evenly_used<S: Source>(view: &View<S>, session: u32, query: &QueryAnchors
 
 /// The turns of `session` that hold `anchor` or one of its forms, folded and pending.
 fn session_turns<S: Source>(view: &View<S>, session: u32, anchor: &QueryAnchor) -> Result<Vec<u32>> {
-    let mut turns = Vec::new();
+    let (mut turns, mut list) = (Vec::new(), Vec::new());
     for hash in anchor.hashes() {
-        view.session_postings(hash, session, |p| turns.push(p.turn))?;
-        for (turn, forward) in view.pending().of_session(session) {
-            if forward.posting(turn, hash).is_some() {
-                turns.push(turn);
-            }
-        }
+        // Only the turns count: no side lengths are looked up.
+        list.clear();
+        view.session_postings_without_lengths(hash, session, &mut list)?;
+        turns.extend(list.iter().map(|p| p.turn));
     }
     turns.sort_unstable();
     turns.dedup();
