@@ -65,6 +65,10 @@ pub struct Candidate {
 const SCORE_BLOCK_TURNS: u32 = 4096;
 const _: () = assert!(SCORE_BLOCK_TURNS == crate::store::ROW_TURNS);
 
+/// The postings of a query from which its lists are cut into blocks on the pool: fewer are cut
+/// sooner on one thread than handed out.
+const MIN_PARALLEL_CUTS: usize = 65_536;
+
 /// The side lengths (BM25's document lengths) of the turns recall scores, a block of
 /// [`SCORE_BLOCK_TURNS`] turns at a time. Postings come without them: a long history's lists
 /// are 100k postings, most of which are never scored, and filling each as it was decoded
@@ -132,8 +136,11 @@ pub fn score(
         .map_init(SpareSums::take, |sums, &block| {
             let low = block * SCORE_BLOCK_TURNS;
             let b = block as usize;
-            let in_block: Vec<&[Posting]> =
-                postings.iter().zip(&cuts).map(|(list, cuts)| &list[cuts[b]..cuts[b + 1]]).collect();
+            let in_block: Vec<&[Posting]> = postings
+                .iter()
+                .zip(&cuts)
+                .map(|(list, list_cuts)| &list[list_cuts[b]..list_cuts[b + 1]])
+                .collect();
             if in_block.iter().all(|list| list.is_empty()) {
                 return Ok(Vec::new());
             }
@@ -227,15 +234,15 @@ pub fn score(
     Ok(candidates)
 }
 
-/// Postings, at least, of a query whose lists are cut into blocks on the pool.
-const MIN_PARALLEL_CUTS: usize = 65_536;
-
-/// Where each block's postings begin in `list` (sorted by turn): block `b`'s are
-/// `cuts[b]..cuts[b + 1]`, for `blocks` blocks. Each cut is found from the one before in
-/// widening steps, reading the list near where it last did: a binary search of a long
-/// history's 100k-posting list for each block missed the cache at most of its steps, and took
-/// an eighth of a selection's time at 1M turns.
+/// Where each block's postings begin in `list` (sorted by turn, every turn in the first
+/// `blocks` blocks): block `b`'s are `cuts[b]..cuts[b + 1]`. Each cut is found from the one
+/// before in widening steps, reading the list near where it last did, where a binary search
+/// of a long history's 100k-posting list for each block jumps across all of it.
 fn block_cuts(list: &[Posting], blocks: u32) -> Vec<usize> {
+    debug_assert!(blocks > 0);
+    debug_assert!(
+        list.last().is_none_or(|p| u64::from(p.turn) < u64::from(blocks) * u64::from(SCORE_BLOCK_TURNS))
+    );
     let mut cuts = Vec::with_capacity(blocks as usize + 1);
     cuts.push(0);
     let mut at = 0;
@@ -816,6 +823,13 @@ mod tests {
             for (at, p) in list.iter().enumerate() {
                 let b = (p.turn / block) as usize;
                 assert!((cuts[b]..cuts[b + 1]).contains(&at), "{length} postings, turn {}", p.turn);
+            }
+            // A list that ends before the query's last block (another list reaches further).
+            if let Some(more) = blocks.checked_add(2).filter(|&b| u64::from(b) * u64::from(block) <= 1 << 32)
+            {
+                let wider = block_cuts(list, more);
+                assert_eq!(wider[..=blocks as usize], cuts[..], "{length} postings, {more} blocks");
+                assert!(wider[blocks as usize..].iter().all(|&cut| cut == length));
             }
         }
     }
