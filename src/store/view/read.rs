@@ -235,8 +235,8 @@ impl<S: Source> View<S> {
 
     /// Appends the folded postings of `hash` in `session` to `out`, in turn order, their
     /// lengths filled by `norms` if given (0 if not): decoded a row at a time, not a posting at
-    /// a time through a callback, as a long history's lists are read. Rows are checked one by one, and each
-    /// against the one before: scoring relies on the order.
+    /// a time through a callback, as a long history's lists are read. Rows are checked one by
+    /// one, and each against the one before: scoring relies on the order.
     fn folded_postings(
         &self,
         mut norms: Option<Norms<'_>>,
