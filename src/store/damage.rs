@@ -11,10 +11,12 @@
 //!
 //! Telling the two kinds of panic apart needs the panic's location, which only a panic hook
 //! sees. The first catch installs one (keeping the hook that was there before): while a catch
-//! is running, it records where each panic was raised and keeps redb's panics (and any panic
-//! on a thread that runs [`catch_panic`], which reports it as an error) off stderr, logging them at debug level instead;
-//! every other panic goes to the previous hook as before. rayon raises a worker's panic again
-//! in the thread that called it, so one record serves both threads.
+//! is running, it records where each panic was raised, and on which thread, and keeps redb's
+//! panics (and any panic on a thread that runs [`catch_panic`], which reports it as an error)
+//! off stderr, logging them at debug level instead; every other panic goes to the previous
+//! hook as before. A catch claims the record its own thread left; failing that, one left on
+//! another thread with the same message, since rayon raises a worker's panic again in the
+//! thread that called it. Catches on other threads never take or clear a record not theirs.
 
 use super::Error;
 use std::cell::Cell;
@@ -22,6 +24,7 @@ use std::panic::{AssertUnwindSafe, Location};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
+use std::thread::ThreadId;
 
 /// What the hook saw of a panic.
 #[derive(Debug, Clone)]
@@ -29,10 +32,14 @@ struct Raised {
     message: String,
     location: String,
     in_redb: bool,
+    thread: ThreadId,
 }
 
-/// The first panic raised while a catch was running and not yet claimed by one.
-static RAISED: Mutex<Option<Raised>> = Mutex::new(None);
+/// Panics raised while a catch was running and not yet claimed by one, oldest first.
+static RAISED: Mutex<Vec<Raised>> = Mutex::new(Vec::new());
+/// Records kept at most: one no catch claims (a panic something else caught) is dropped in
+/// time, so the list stays small whatever runs beside the catches.
+const MAX_RAISED: usize = 64;
 /// Catches running in the process, on any thread.
 static CATCHES: AtomicUsize = AtomicUsize::new(0);
 static HOOK: Once = Once::new();
@@ -89,11 +96,7 @@ pub(crate) fn catch_redb_panic<T, E: From<Error>>(
         }
         Err((payload, raised)) => {
             // Put the record back for the catch this panic goes on to.
-            let mut slot = lock_raised();
-            if slot.is_none() {
-                *slot = Some(raised);
-            }
-            drop(slot);
+            record(raised);
             std::panic::resume_unwind(payload)
         }
     }
@@ -106,8 +109,9 @@ type Payload = Box<dyn std::any::Any + Send>;
 fn catch<T>(f: impl FnOnce() -> T, reporting: bool) -> Result<T, (Payload, Raised)> {
     install_hook();
     if CATCHES_HERE.get() == 0 {
-        // A record left by a panic that something else caught is not this call's.
-        *lock_raised() = None;
+        // A record this thread left of a panic that something else caught is not this call's.
+        let here = std::thread::current().id();
+        lock_raised().retain(|raised| raised.thread != here);
     }
     CATCHES_HERE.set(CATCHES_HERE.get() + 1);
     REPORTING_HERE.set(REPORTING_HERE.get() + usize::from(reporting));
@@ -119,14 +123,37 @@ fn catch<T>(f: impl FnOnce() -> T, reporting: bool) -> Result<T, (Payload, Raise
     REPORTING_HERE.set(REPORTING_HERE.get() - usize::from(reporting));
     CATCHES_HERE.set(CATCHES_HERE.get() - 1);
     result.map_err(|payload| {
-        let raised = lock_raised().take().unwrap_or_else(|| Raised {
+        let message = payload_message(payload.as_ref());
+        let raised = claim(&message).unwrap_or_else(|| Raised {
             // Another hook replaced ours after it was installed: no location to go by.
-            message: payload_message(payload.as_ref()),
+            message,
             location: "an unknown location".into(),
             in_redb: false,
+            thread: std::thread::current().id(),
         });
         (payload, raised)
     })
+}
+
+/// Keeps `raised` for the catch its panic reaches.
+fn record(raised: Raised) {
+    let mut records = lock_raised();
+    if records.len() == MAX_RAISED {
+        records.remove(0);
+    }
+    records.push(raised);
+}
+
+/// Takes the record of the panic with `message` that a catch on this thread just caught: the
+/// newest this thread left, else the newest another thread (a rayon worker) left.
+fn claim(message: &str) -> Option<Raised> {
+    let here = std::thread::current().id();
+    let mut records = lock_raised();
+    let at = records
+        .iter()
+        .rposition(|raised| raised.thread == here && raised.message == message)
+        .or_else(|| records.iter().rposition(|raised| raised.message == message))?;
+    Some(records.remove(at))
 }
 
 /// What [`Error::Damaged`] says after redb panicked (its message is logged at debug level).
@@ -171,7 +198,7 @@ fn corrupted_message(e: &redb::Error) -> Option<&str> {
     }
 }
 
-fn lock_raised() -> std::sync::MutexGuard<'static, Option<Raised>> {
+fn lock_raised() -> std::sync::MutexGuard<'static, Vec<Raised>> {
     RAISED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
@@ -197,16 +224,13 @@ fn install_hook() {
                 message: payload_message(info.payload()),
                 location: location.map_or_else(|| "an unknown location".into(), Location::to_string),
                 in_redb: location.is_some_and(|l| is_redb_source(l.file())),
+                thread: std::thread::current().id(),
             };
             let quiet = raised.in_redb || REPORTING_HERE.get() > 0;
             if quiet {
                 log::debug!("panic at {}: {}", raised.location, raised.message);
             }
-            let mut slot = lock_raised();
-            if slot.is_none() {
-                *slot = Some(raised);
-            }
-            drop(slot);
+            record(raised);
             if !quiet {
                 previous(info);
             }
@@ -266,6 +290,51 @@ mod tests {
         }
         assert_eq!(err.kind(), "internal");
         assert_eq!(catch_panic(path, || 5).unwrap(), 5, "no panic: the value comes back");
+    }
+
+    #[test]
+    fn catches_on_other_threads_do_not_take_a_panics_location() {
+        // Each thread panics with its own message while the others start, panic in and end
+        // catches: every catch must still report its own panic and where it was raised.
+        let path = Path::new("index.redb");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                scope.spawn(move || {
+                    let mut rounds = 0;
+                    while rounds < 200 || (rounds < 20_000 && std::time::Instant::now() < deadline) {
+                        let err = catch_panic(path, || -> u32 { panic!("thread {thread} round {rounds}") })
+                            .unwrap_err();
+                        let crate::Error::Internal { message, location } = &err else {
+                            panic!("expected an internal error, got {err:?}");
+                        };
+                        assert_eq!(message, &format!("thread {thread} round {rounds}"));
+                        assert!(location.starts_with(&format!("{}:", file!())), "{location}");
+                        assert_eq!(catch_panic(path, || rounds).unwrap(), rounds);
+                        rounds += 1;
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn a_panic_on_a_rayon_worker_keeps_its_location() {
+        let path = Path::new("index.redb");
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let err = catch_panic(path, || {
+            pool.install(|| {
+                rayon::join(|| std::thread::sleep(std::time::Duration::from_millis(20)), || -> u32 {
+                    panic!("on a worker")
+                })
+            })
+        })
+        .unwrap_err();
+        let crate::Error::Internal { message, location } = &err else {
+            panic!("expected an internal error, got {err:?}");
+        };
+        assert_eq!(message, "on a worker");
+        assert!(location.starts_with(&format!("{}:", file!())), "{location}");
     }
 
     #[test]
