@@ -350,7 +350,8 @@ mod tests {
             assert_eq!(spec.kind_for_ref(&both).map(|k| k.kind.as_str()), Some("five"));
         }
         let elapsed = started.elapsed();
-        assert!(elapsed < std::time::Duration::from_secs(1), "200 matches took {elapsed:?}");
+        // Backtracking took 20 s here; a loaded machine can stall linear matching for a second.
+        assert!(elapsed < std::time::Duration::from_secs(5), "200 matches took {elapsed:?}");
     }
 
     #[test]

@@ -951,20 +951,20 @@ mod tests {
     fn a_wait_is_given_up_but_not_the_work_past_it() {
         let path = Path::new("index.redb");
         let timeout = Duration::from_millis(20);
-        let slow = |past: Option<Arc<std::sync::atomic::AtomicBool>>| {
-            move || {
-                if let Some(past) = past {
-                    past.store(true, std::sync::atomic::Ordering::Release);
-                }
-                std::thread::sleep(Duration::from_millis(200));
-                7
-            }
+        // Work past the wait, ten times the timeout: waited for.
+        let past = std::sync::atomic::AtomicBool::new(true);
+        let slow = || {
+            std::thread::sleep(Duration::from_millis(200));
+            7
         };
-        let past = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        assert_eq!(wait_on_thread(path, timeout, Some(&past), slow(Some(Arc::clone(&past)))).unwrap(), 7);
-        let waiting = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let given_up = wait_on_thread(path, timeout, Some(&waiting), slow(None));
+        assert_eq!(wait_on_thread(path, timeout, Some(&past), slow).unwrap(), 7);
+        // Still waiting (the work cannot end before the test lets it, however the threads are
+        // scheduled): given up at the timeout.
+        let waiting = std::sync::atomic::AtomicBool::new(false);
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let given_up = wait_on_thread(path, timeout, Some(&waiting), move || released.recv().is_err());
         assert!(matches!(given_up, Err(Error::Busy { .. })), "{given_up:?}");
+        drop(release);
     }
 
     fn leaf_pages(store: &Store) -> u64 {
