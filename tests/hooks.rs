@@ -175,7 +175,8 @@ const UNHURRIED: &str = "60000";
 /// [`UNHURRIED`] deadline unless `args` give one.
 fn hook(db: &Path, agent: &str, stdin: &[u8], args: &[&str]) -> Result<HookRun, Box<dyn std::error::Error>> {
     let started = Instant::now();
-    let deadline: &[&str] = if args.contains(&"--deadline-ms") { &[] } else { &["--deadline-ms", UNHURRIED] };
+    let given = args.iter().any(|a| a.starts_with("--deadline-ms"));
+    let deadline: &[&str] = if given { &[] } else { &["--deadline-ms", UNHURRIED] };
     let mut child = ctxgate()
         .arg("--db")
         .arg(db)

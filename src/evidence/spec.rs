@@ -350,7 +350,7 @@ mod tests {
             assert_eq!(spec.kind_for_ref(&both).map(|k| k.kind.as_str()), Some("five"));
         }
         let elapsed = started.elapsed();
-        // Backtracking took 20 s here; a loaded machine can stall linear matching for a second.
+        // One backtracking match took 20 s; a loaded machine can stall linear ones a second.
         assert!(elapsed < std::time::Duration::from_secs(5), "200 matches took {elapsed:?}");
     }
 

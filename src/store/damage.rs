@@ -14,9 +14,11 @@
 //! is running, it records where each panic was raised, and on which thread, and keeps redb's
 //! panics (and any panic on a thread that runs [`catch_panic`], which reports it as an error)
 //! off stderr, logging them at debug level instead; every other panic goes to the previous
-//! hook as before. A catch claims the record its own thread left; failing that, one left on
-//! another thread with the same message, since rayon raises a worker's panic again in the
-//! thread that called it. Catches on other threads never take or clear a record not theirs.
+//! hook as before. A catch claims the record of the panic its own thread raised under it;
+//! failing that, that of a panic with the same message raised on a thread no catch was running
+//! on, since a panic on a worker thread (rayon's, `wait_on_thread`'s, an import's) is raised
+//! again in the thread waiting for it. No catch takes or clears a record another catch will
+//! claim.
 
 use super::Error;
 use std::cell::Cell;
@@ -33,12 +35,15 @@ struct Raised {
     location: String,
     in_redb: bool,
     thread: ThreadId,
+    /// A catch was running on `thread`: it claims the record. Otherwise the panic is raised
+    /// again elsewhere, and a catch on the thread it reaches claims it.
+    under_catch: bool,
 }
 
 /// Panics raised while a catch was running and not yet claimed by one, oldest first.
 static RAISED: Mutex<Vec<Raised>> = Mutex::new(Vec::new());
-/// Records kept at most: one no catch claims (a panic something else caught) is dropped in
-/// time, so the list stays small whatever runs beside the catches.
+/// Records kept at most: one no catch claims (a panic something else caught, on a thread
+/// without a catch) is dropped in time, so the list stays small whatever runs beside them.
 const MAX_RAISED: usize = 64;
 /// Catches running in the process, on any thread.
 static CATCHES: AtomicUsize = AtomicUsize::new(0);
@@ -95,8 +100,9 @@ pub(crate) fn catch_redb_panic<T, E: From<Error>>(
             Err(Error::Damaged { path: path.to_path_buf(), detail: DAMAGED_PAGE.into() }.into())
         }
         Err((payload, raised)) => {
-            // Put the record back for the catch this panic goes on to.
-            record(raised);
+            // Put the record back for the catch this panic goes on to: on this thread if one
+            // is running here, else wherever the panic is raised again.
+            record(Raised { under_catch: CATCHES_HERE.get() > 0, ..raised });
             std::panic::resume_unwind(payload)
         }
     }
@@ -109,9 +115,10 @@ type Payload = Box<dyn std::any::Any + Send>;
 fn catch<T>(f: impl FnOnce() -> T, reporting: bool) -> Result<T, (Payload, Raised)> {
     install_hook();
     if CATCHES_HERE.get() == 0 {
-        // A record this thread left of a panic that something else caught is not this call's.
+        // A record of a panic raised here under an earlier catch, which something else caught,
+        // is not this call's.
         let here = std::thread::current().id();
-        lock_raised().retain(|raised| raised.thread != here);
+        lock_raised().retain(|raised| !(raised.thread == here && raised.under_catch));
     }
     CATCHES_HERE.set(CATCHES_HERE.get() + 1);
     REPORTING_HERE.set(REPORTING_HERE.get() + usize::from(reporting));
@@ -125,11 +132,14 @@ fn catch<T>(f: impl FnOnce() -> T, reporting: bool) -> Result<T, (Payload, Raise
     result.map_err(|payload| {
         let message = payload_message(payload.as_ref());
         let raised = claim(&message).unwrap_or_else(|| Raised {
-            // Another hook replaced ours after it was installed: no location to go by.
+            // No record of this panic: another hook replaced ours after it was installed, the
+            // panic was raised while no catch was running and caught only to be raised again,
+            // or more than `MAX_RAISED` panics went unclaimed since. No location to go by.
             message,
             location: "an unknown location".into(),
             in_redb: false,
             thread: std::thread::current().id(),
+            under_catch: false,
         });
         (payload, raised)
     })
@@ -145,14 +155,15 @@ fn record(raised: Raised) {
 }
 
 /// Takes the record of the panic with `message` that a catch on this thread just caught: the
-/// newest this thread left, else the newest another thread (a rayon worker) left.
+/// newest raised on this thread under a catch, else the newest raised with no catch on its
+/// thread (a worker's, raised again here).
 fn claim(message: &str) -> Option<Raised> {
     let here = std::thread::current().id();
     let mut records = lock_raised();
     let at = records
         .iter()
-        .rposition(|raised| raised.thread == here && raised.message == message)
-        .or_else(|| records.iter().rposition(|raised| raised.message == message))?;
+        .rposition(|raised| raised.under_catch && raised.thread == here && raised.message == message)
+        .or_else(|| records.iter().rposition(|raised| !raised.under_catch && raised.message == message))?;
     Some(records.remove(at))
 }
 
@@ -225,6 +236,7 @@ fn install_hook() {
                 location: location.map_or_else(|| "an unknown location".into(), Location::to_string),
                 in_redb: location.is_some_and(|l| is_redb_source(l.file())),
                 thread: std::thread::current().id(),
+                under_catch: CATCHES_HERE.get() > 0,
             };
             let quiet = raised.in_redb || REPORTING_HERE.get() > 0;
             if quiet {
@@ -292,49 +304,109 @@ mod tests {
         assert_eq!(catch_panic(path, || 5).unwrap(), 5, "no panic: the value comes back");
     }
 
+    /// Runs its closure when dropped during an unwind: after the hook has recorded the panic,
+    /// before the catch claims the record.
+    struct WhileUnwinding<F: FnMut()>(F);
+
+    impl<F: FnMut()> Drop for WhileUnwinding<F> {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                (self.0)();
+            }
+        }
+    }
+
+    /// The location of a panic raised at `line` of this file.
+    fn at_line(location: &str, line: u32) -> bool {
+        location.starts_with(&format!("{}:{line}:", file!()))
+    }
+
+    fn internal(err: &crate::Error) -> (&str, &str) {
+        match err {
+            crate::Error::Internal { message, location } => (message, location),
+            other => panic!("expected an internal error, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn catches_on_other_threads_do_not_take_a_panics_location() {
-        // Each thread panics with its own message while the others start, panic in and end
-        // catches: every catch must still report its own panic and where it was raised.
+    fn a_catch_starting_on_another_thread_leaves_a_panics_record() {
         let path = Path::new("index.redb");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        let mut line = 0;
+        let err = catch_panic(path, || {
+            let _other = WhileUnwinding(|| {
+                std::thread::scope(|scope| {
+                    scope.spawn(|| assert_eq!(catch_panic(path, || 1).unwrap(), 1));
+                });
+            });
+            line = line!() + 1;
+            panic!("raised here")
+        })
+        .unwrap_err();
+        let (message, location) = internal(&err);
+        assert_eq!(message, "raised here");
+        assert!(at_line(location, line), "{location}, not line {line}");
+    }
+
+    #[test]
+    fn the_same_message_raised_on_another_thread_is_not_this_catchs() {
+        let path = Path::new("index.redb");
+        let mut line = 0;
+        let err = catch_panic(path, || {
+            // A thread without a catch of ours panics with the same message, later.
+            let _other = WhileUnwinding(|| {
+                let other = std::thread::spawn(|| std::panic::catch_unwind(|| panic!("the same")).is_err());
+                assert!(other.join().unwrap());
+            });
+            line = line!() + 1;
+            panic!("the same")
+        })
+        .unwrap_err();
+        let (message, location) = internal(&err);
+        assert_eq!(message, "the same");
+        assert!(at_line(location, line), "{location}, not line {line}");
+    }
+
+    #[test]
+    fn a_panic_on_a_rayon_worker_keeps_its_location_past_a_catch_on_that_worker() {
+        // With one thread, the worker that panicked runs the join's other half, which starts
+        // a catch of its own, before the panic is raised again in the caller.
+        let path = Path::new("index.redb");
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let mut line = 0;
+        let err = catch_panic(path, || {
+            pool.install(|| {
+                rayon::join(
+                    || -> u32 {
+                        line = line!() + 1;
+                        panic!("on a worker")
+                    },
+                    || catch_panic(path, || 1).unwrap(),
+                )
+            })
+        })
+        .unwrap_err();
+        let (message, location) = internal(&err);
+        assert_eq!(message, "on a worker");
+        assert!(at_line(location, line), "{location}, not line {line}");
+    }
+
+    #[test]
+    fn catches_side_by_side_each_report_their_own_panic() {
+        let path = Path::new("index.redb");
         std::thread::scope(|scope| {
             for thread in 0..4 {
                 scope.spawn(move || {
-                    let mut rounds = 0;
-                    while rounds < 200 || (rounds < 20_000 && std::time::Instant::now() < deadline) {
-                        let err = catch_panic(path, || -> u32 { panic!("thread {thread} round {rounds}") })
+                    for round in 0..200 {
+                        let err = catch_panic(path, || -> u32 { panic!("thread {thread} round {round}") })
                             .unwrap_err();
-                        let crate::Error::Internal { message, location } = &err else {
-                            panic!("expected an internal error, got {err:?}");
-                        };
-                        assert_eq!(message, &format!("thread {thread} round {rounds}"));
+                        let (message, location) = internal(&err);
+                        assert_eq!(message, format!("thread {thread} round {round}"));
                         assert!(location.starts_with(&format!("{}:", file!())), "{location}");
-                        assert_eq!(catch_panic(path, || rounds).unwrap(), rounds);
-                        rounds += 1;
+                        assert_eq!(catch_panic(path, || round).unwrap(), round);
                     }
                 });
             }
         });
-    }
-
-    #[test]
-    fn a_panic_on_a_rayon_worker_keeps_its_location() {
-        let path = Path::new("index.redb");
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-        let err = catch_panic(path, || {
-            pool.install(|| {
-                rayon::join(|| std::thread::sleep(std::time::Duration::from_millis(20)), || -> u32 {
-                    panic!("on a worker")
-                })
-            })
-        })
-        .unwrap_err();
-        let crate::Error::Internal { message, location } = &err else {
-            panic!("expected an internal error, got {err:?}");
-        };
-        assert_eq!(message, "on a worker");
-        assert!(location.starts_with(&format!("{}:", file!())), "{location}");
     }
 
     #[test]

@@ -949,20 +949,33 @@ mod tests {
     /// has begun repairing the file is waited for; one still waiting is given up.
     #[test]
     fn a_wait_is_given_up_but_not_the_work_past_it() {
+        use std::sync::atomic::{AtomicBool, Ordering};
         let path = Path::new("index.redb");
-        let timeout = Duration::from_millis(20);
         // Work past the wait, ten times the timeout: waited for.
-        let past = std::sync::atomic::AtomicBool::new(true);
+        let past = AtomicBool::new(true);
         let slow = || {
             std::thread::sleep(Duration::from_millis(200));
             7
         };
-        assert_eq!(wait_on_thread(path, timeout, Some(&past), slow).unwrap(), 7);
+        assert_eq!(wait_on_thread(path, Duration::from_millis(20), Some(&past), slow).unwrap(), 7);
+        // Work that gets past the wait during it (as an open that begins to repair does): a
+        // second for its thread to start and set the flag, then it outlasts the timeout.
+        let past = Arc::new(AtomicBool::new(false));
+        let work = {
+            let past = Arc::clone(&past);
+            move || {
+                past.store(true, Ordering::Release);
+                std::thread::sleep(Duration::from_millis(1500));
+                8
+            }
+        };
+        assert_eq!(wait_on_thread(path, Duration::from_secs(1), Some(&past), work).unwrap(), 8);
         // Still waiting (the work cannot end before the test lets it, however the threads are
-        // scheduled): given up at the timeout.
-        let waiting = std::sync::atomic::AtomicBool::new(false);
+        // scheduled; a wait that ignored the timeout ends at 5 s, with an answer): given up.
+        let waiting = AtomicBool::new(false);
         let (release, released) = std::sync::mpsc::channel::<()>();
-        let given_up = wait_on_thread(path, timeout, Some(&waiting), move || released.recv().is_err());
+        let work = move || released.recv_timeout(Duration::from_secs(5)).is_ok();
+        let given_up = wait_on_thread(path, Duration::from_millis(20), Some(&waiting), work);
         assert!(matches!(given_up, Err(Error::Busy { .. })), "{given_up:?}");
         drop(release);
     }
