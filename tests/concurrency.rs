@@ -101,6 +101,16 @@ fn looping(
     })
 }
 
+/// Sets the flag when dropped: a test that returns early (an error, a failed assertion) stops
+/// its looping threads instead of leaving them starting processes until the binary ends.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 fn joined(handle: std::thread::JoinHandle<Result<Calls, String>>) -> TestResult<Calls> {
     Ok(handle.join().map_err(|_| "a looping thread panicked")??)
 }
@@ -113,6 +123,7 @@ fn readers_and_writers_go_on_through_an_import_and_every_acknowledged_turn_is_st
     let turns = 3 * BATCH + 2_000;
     let bulk = bulk_file(dir.path(), turns, 11)?;
     let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_return = StopOnDrop(Arc::clone(&stop));
     let readers: Vec<_> = (0..2)
         .map(|r| {
             let db = db.clone();
