@@ -316,11 +316,6 @@ mod tests {
         }
     }
 
-    /// The location of a panic raised at `line` of this file.
-    fn at_line(location: &str, line: u32) -> bool {
-        location.starts_with(&format!("{}:{line}:", file!()))
-    }
-
     fn internal(err: &crate::Error) -> (&str, &str) {
         match err {
             crate::Error::Internal { message, location } => (message, location),
@@ -328,42 +323,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_catch_starting_on_another_thread_leaves_a_panics_record() {
-        let path = Path::new("index.redb");
+    /// `err` is the internal error of a panic with `message` raised at `line` of this file.
+    fn assert_internal_at(err: &crate::Error, expected: &str, line: u32) {
+        let (message, location) = internal(err);
+        assert_eq!(message, expected);
+        assert!(location.starts_with(&format!("{}:{line}:", file!())), "{location}, not line {line}");
+    }
+
+    /// Panics with `message` under a catch, running `interference` while the panic unwinds;
+    /// the error the catch returns, and the line the panic was raised at.
+    fn panic_with_interference(message: &str, interference: impl FnMut()) -> (crate::Error, u32) {
         let mut line = 0;
-        let err = catch_panic(path, || {
-            let _other = WhileUnwinding(|| {
-                std::thread::scope(|scope| {
-                    scope.spawn(|| assert_eq!(catch_panic(path, || 1).unwrap(), 1));
-                });
-            });
+        let err = catch_panic(Path::new("index.redb"), || {
+            let _other = WhileUnwinding(interference);
             line = line!() + 1;
-            panic!("raised here")
+            panic!("{message}")
         })
         .unwrap_err();
-        let (message, location) = internal(&err);
-        assert_eq!(message, "raised here");
-        assert!(at_line(location, line), "{location}, not line {line}");
+        (err, line)
+    }
+
+    #[test]
+    fn a_catch_starting_on_another_thread_leaves_a_panics_record() {
+        let (err, line) = panic_with_interference("raised here", || {
+            std::thread::scope(|scope| {
+                scope.spawn(|| assert_eq!(catch_panic(Path::new("index.redb"), || 1).unwrap(), 1));
+            });
+        });
+        assert_internal_at(&err, "raised here", line);
     }
 
     #[test]
     fn the_same_message_raised_on_another_thread_is_not_this_catchs() {
-        let path = Path::new("index.redb");
-        let mut line = 0;
-        let err = catch_panic(path, || {
-            // A thread without a catch of ours panics with the same message, later.
-            let _other = WhileUnwinding(|| {
-                let other = std::thread::spawn(|| std::panic::catch_unwind(|| panic!("the same")).is_err());
-                assert!(other.join().unwrap());
-            });
-            line = line!() + 1;
-            panic!("the same")
-        })
-        .unwrap_err();
-        let (message, location) = internal(&err);
-        assert_eq!(message, "the same");
-        assert!(at_line(location, line), "{location}, not line {line}");
+        // A thread without a catch of ours panics with the same message, later.
+        let (err, line) = panic_with_interference("the same", || {
+            let other = std::thread::spawn(|| std::panic::catch_unwind(|| panic!("the same")).is_err());
+            assert!(other.join().unwrap());
+        });
+        assert_internal_at(&err, "the same", line);
     }
 
     #[test]
@@ -385,9 +382,7 @@ mod tests {
             })
         })
         .unwrap_err();
-        let (message, location) = internal(&err);
-        assert_eq!(message, "on a worker");
-        assert!(at_line(location, line), "{location}, not line {line}");
+        assert_internal_at(&err, "on a worker", line);
     }
 
     #[test]
