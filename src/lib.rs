@@ -54,6 +54,7 @@ macro_rules! internal_modules {
     )*};
 }
 internal_modules!(anchor, gate, search, store, text);
+mod bearing;
 pub mod evidence;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -88,7 +89,7 @@ pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::Format;
 pub use query::QueryAnchor;
 pub use search::SearchHit;
-pub use select::{Budget, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
+pub use select::{Budget, EmptyBecause, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 pub use session::{MAX_TEXT_BYTES, Session};
 pub use store::{Error as StoreError, TableSize, catch_damage, catch_panic, name_damaged_file};
 pub use types::TurnId;

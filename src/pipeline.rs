@@ -2,6 +2,7 @@
 //! (DESIGN §3.2–§3.6), all inside one consistent view of the store.
 
 use crate::anchor;
+use crate::bearing::Bearing;
 use crate::error::Result;
 use crate::evidence::recall as evidence_recall;
 use crate::gate::{ContentWords, GateDecision, Topic};
@@ -10,7 +11,7 @@ use crate::prune;
 use crate::query::QueryAnchors;
 use crate::recall::{self, RECALL_LIMIT, RecallContext};
 use crate::segment::{Gated, SessionRef, gate, segment_start, turn_hashes};
-use crate::select::{self, Offer, Policy};
+use crate::select::{self, EmptyBecause, Offer, Policy};
 use crate::session_lists;
 use crate::spread;
 
@@ -59,6 +60,8 @@ pub struct Outcome {
     pub covered: u64,
     /// Chosen evidence projections, in the order they were chosen.
     pub evidence: Vec<ChosenEvidence>,
+    /// Why nothing was chosen, when nothing was.
+    pub empty_because: Option<EmptyBecause>,
 }
 
 /// One chosen evidence projection.
@@ -152,21 +155,23 @@ where
     // that happen to repeat its phrasing.
     let unseen = scored & !held;
     let novel = if switch { novel_anchors(view, &query, unseen, &lists.in_session)? } else { 0 };
-    let everyday = switch && (novel != 0 || (unseen == 0 && held != 0)) && {
-        let asking = spread::SessionUse {
-            id: session.id,
-            turns: session.record.turn_count,
-            as_of: params.as_of,
-            history: &lists.history,
-            in_session: &lists.in_session,
-        };
-        spread::only_phrasing(view, &asking, &query, held)?
+    let asking = spread::SessionUse {
+        id: session.id,
+        turns: session.record.turn_count,
+        as_of: params.as_of,
+        history: &lists.history,
+        in_session: &lists.in_session,
     };
+    let everyday = switch
+        && (novel != 0 || (unseen == 0 && held != 0))
+        && spread::only_phrasing(view, &asking, &query, held)?;
     let phrasing_only = everyday && novel != 0;
     let names_nothing = everyday && unseen == 0 && spread::evenly_used(view, session.id, &query, held)?;
     let scored_for_evidence = if phrasing_only { unseen } else { scored };
     let scored = if phrasing_only || names_nothing { 0 } else { scored };
+    let shared = held;
     let held = held & scored;
+    let bearing = Bearing::measure(view, &asking, &query, scored)?;
     let focus = focus_anchors(&query, held);
     log::debug!("{:?}: {:?}, focus {:?}", text, decision.topic, query.texts_of(focus));
     let context = recall_context(view, params.as_of);
@@ -192,13 +197,22 @@ where
     let refers_back = names_nothing || (decision.topic == Topic::Continue && decision.deictic.is_some());
     let pinned = if refers_back { deictic_pin(view, session, &query, named, params)? } else { None };
     let pinned_turn = pinned.as_ref().map(|p| p.turn);
-    let admitted = |c: &recall::Candidate| fill || c.matched & focus != 0;
+    // Does the turn bear on the query at all (`bearing`)? One that shares only everyday words
+    // with the query never enters, under either policy, and when the query names something
+    // this history conspicuously lacks, only a turn holding a combination rarer than chance
+    // does: so a history that holds nothing for the query offers nothing.
+    let mut refused = false;
+    let mut admitted = |c: &recall::Candidate| {
+        let admits = bearing.admits(c.matched);
+        refused |= !admits;
+        (fill || c.matched & focus != 0) && admits
+    };
     let mut offers = Vec::new();
     let mut pruned = Vec::new();
     let mut times: HashMap<String, u32> = HashMap::new();
     let same_time_tokens = params.estimator.estimate(&prompt::time_label(prompt::SAME_TIME));
     let (mut recalled, mut focus_tokens) = (0, 0u64);
-    for candidate in candidates.take(scan_limit).filter(admitted) {
+    for candidate in candidates.take(scan_limit).filter(|c| admitted(c)) {
         if recalled >= RECALL_LIMIT && (!fill || focus_tokens >= 2 * u64::from(params.budget)) {
             break;
         }
@@ -370,7 +384,20 @@ where
         blocks.pop();
     }
     blocks.sort_by_key(|b| b.turn);
-    Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence })
+    let empty_because = (blocks.is_empty() && chosen_evidence.is_empty()).then(|| {
+        if params.as_of == 0 {
+            EmptyBecause::NoHistory
+        } else if shared == 0 {
+            EmptyBecause::NothingShared
+        } else if phrasing_only || names_nothing {
+            EmptyBecause::OnlyPhrasing { shared: query.texts_of(shared) }
+        } else if refused && turn_offers == 0 {
+            EmptyBecause::NotSpecific { shared: query.texts_of(shared) }
+        } else {
+            EmptyBecause::NoneFits
+        }
+    });
+    Ok(Outcome { query, decision, blocks, used_tokens, covered, evidence: chosen_evidence, empty_because })
 }
 
 /// The query anchors the session's history holds (framing words have no postings here).

@@ -22,6 +22,9 @@
 //! length. Pending (not yet folded) turns are scored from their forward records.
 
 use crate::anchor;
+use crate::bearing::Bearing;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use crate::error::Result;
 use crate::pipeline::framing_mask;
 use crate::prune;
@@ -76,12 +79,18 @@ pub struct SearchHit {
     pub user: String,
     /// The assistant side, pruned alike.
     pub assistant: String,
+    /// Whether the turn bears on the query within its session: it holds a query word that its
+    /// session uses more often than the rest of the index does, or a combination of them rarer
+    /// than chance (`bearing`). A hit that does not shares only everyday words with the query.
+    pub bears: bool,
 }
 
 /// [`search`], with each hit's session name and pruned text.
 pub(crate) fn search_hits<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<Vec<SearchHit>> {
     let (query, hits) = rank(view, text, limit)?;
     let mut out = Vec::with_capacity(hits.len());
+    let mut bearings: HashMap<u32, Bearing> = HashMap::new();
+    let scored = query.full_mask() & !framing_mask(&query, text);
     for hit in hits {
         let record = view.session_record(hit.session)?;
         let turn = view.turn_record(hit.session, hit.turn)?;
@@ -91,6 +100,11 @@ pub(crate) fn search_hits<S: Source>(view: &View<S>, text: &str, limit: usize) -
             }
             .into());
         };
+        let bearing = match bearings.entry(hit.session) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(Bearing::of_session(view, hit.session, record.turn_count, &query, scored)?),
+        };
+        let bears = bearing.bears(hit.matched);
         let pruned = prune::prune(&turn.user, &turn.assistant, &query, hit.matched);
         let (user, assistant) = pruned.map_or((turn.user, turn.assistant), |p| (p.user, p.assistant));
         out.push(SearchHit {
@@ -100,6 +114,7 @@ pub(crate) fn search_hits<S: Source>(view: &View<S>, text: &str, limit: usize) -
             matched_anchors: query.texts_of(hit.matched),
             user,
             assistant,
+            bears,
         });
     }
     Ok(out)

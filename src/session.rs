@@ -150,6 +150,7 @@ impl<'g> Session<'g> {
             coverage,
             blocks,
             evidence,
+            empty_because: outcome.empty_because,
         })
     }
 

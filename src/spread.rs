@@ -77,24 +77,45 @@ pub fn only_phrasing<S: Source>(
         if others.len() < 2 {
             return Ok(false);
         }
-        let mut holders = 0;
-        for (seen, &other) in others.iter().enumerate() {
-            // Stop once the answer is known either way.
-            if 2 * holders > others.len() || 2 * (holders + others.len() - seen) <= others.len() {
-                break;
-            }
-            for hash in anchor.hashes() {
-                if view.session_holds(hash, other)? {
-                    holders += 1;
-                    break;
-                }
-            }
-        }
-        if 2 * holders <= others.len() {
+        if !held_by_most(view, anchor, others)? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// True if more than half of `others` (sessions) hold `anchor` or one of its forms.
+pub(crate) fn held_by_most<S: Source>(view: &View<S>, anchor: &QueryAnchor, others: &[u32]) -> Result<bool> {
+    let mut holders = 0;
+    for (seen, &other) in others.iter().enumerate() {
+        // Stop once the answer is known either way.
+        if 2 * holders > others.len() || 2 * (holders + others.len() - seen) <= others.len() {
+            break;
+        }
+        for hash in anchor.hashes() {
+            if view.session_holds(hash, other)? {
+                holders += 1;
+                break;
+            }
+        }
+    }
+    Ok(2 * holders > others.len())
+}
+
+/// The index of dispersion of `turns` (sorted turn ids, each below `n`) over ⌈√n⌉ equal
+/// stretches of `n` turns, and its degrees of freedom: how much more the counts per stretch
+/// vary than a Poisson count does. `None` when there is too little to count.
+pub(crate) fn dispersion(turns: &[u32], n: u32) -> Option<(f64, u32)> {
+    if n < 4 || turns.len() < 2 {
+        return None;
+    }
+    let bins = f64::from(n).sqrt().ceil() as u32;
+    let mut counts = vec![0u32; bins as usize];
+    for &turn in turns {
+        counts[(u64::from(turn.min(n - 1)) * u64::from(bins) / u64::from(n)) as usize] += 1;
+    }
+    let mean = turns.len() as f64 / f64::from(bins);
+    Some((counts.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / mean, bins - 1))
 }
 
 /// True if none of the `held` anchors comes in bursts in the other sessions that hold it: a
@@ -121,18 +142,10 @@ pub fn evenly_used<S: Source>(view: &View<S>, session: u32, query: &QueryAnchors
             if n < 4 {
                 continue;
             }
-            let turns = session_turns(view, other, anchor)?;
-            if turns.len() < 2 {
-                continue;
+            if let Some((d, f)) = self::dispersion(&session_turns(view, other, anchor)?, n) {
+                dispersion += d;
+                freedom += f;
             }
-            let bins = f64::from(n).sqrt().ceil() as u32;
-            let mut counts = vec![0u32; bins as usize];
-            for &turn in &turns {
-                counts[(u64::from(turn.min(n - 1)) * u64::from(bins) / u64::from(n)) as usize] += 1;
-            }
-            let mean = turns.len() as f64 / f64::from(bins);
-            dispersion += counts.iter().map(|&c| (f64::from(c) - mean).powi(2)).sum::<f64>() / mean;
-            freedom += bins - 1;
         }
         if freedom > 0 && chi_square_above_chance(dispersion, freedom) {
             return Ok(false);
@@ -142,7 +155,11 @@ pub fn evenly_used<S: Source>(view: &View<S>, session: u32, query: &QueryAnchors
 }
 
 /// The turns of `session` that hold `anchor` or one of its forms, folded and pending.
-fn session_turns<S: Source>(view: &View<S>, session: u32, anchor: &QueryAnchor) -> Result<Vec<u32>> {
+pub(crate) fn session_turns<S: Source>(
+    view: &View<S>,
+    session: u32,
+    anchor: &QueryAnchor,
+) -> Result<Vec<u32>> {
     let (mut turns, mut list) = (Vec::new(), Vec::new());
     for hash in anchor.hashes() {
         // Only the turns count: no side lengths are looked up.
@@ -157,7 +174,7 @@ fn session_turns<S: Source>(view: &View<S>, session: u32, anchor: &QueryAnchor) 
 
 /// True if a χ² statistic of `freedom` degrees of freedom is beyond its upper [`SIGNIFICANCE`]
 /// point, by the Wilson–Hilferty cube-root normal approximation (1.645: the one-sided 5% point).
-fn chi_square_above_chance(statistic: f64, freedom: u32) -> bool {
+pub(crate) fn chi_square_above_chance(statistic: f64, freedom: u32) -> bool {
     let k = f64::from(freedom);
     let spread = 2.0 / (9.0 * k);
     ((statistic / k).cbrt() - (1.0 - spread)) / spread.sqrt() > 1.645
@@ -175,7 +192,7 @@ pub(crate) fn anchor_df<S: Source>(view: &View<S>, anchor: &QueryAnchor) -> Resu
 
 /// True if `observed` turns are more than a Poisson count of mean `expected` reaches with
 /// probability [`SIGNIFICANCE`]: P(X ≥ observed) ≤ SIGNIFICANCE.
-fn above_chance(observed: u64, expected: f64) -> bool {
+pub(crate) fn above_chance(observed: u64, expected: f64) -> bool {
     if observed == 0 {
         return false;
     }

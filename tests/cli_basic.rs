@@ -100,6 +100,10 @@ fn select_with_budget_1_selects_nothing() -> TestResult {
     assert_eq!(doc.budget.limit, 1);
     assert_eq!(doc.budget.used, 0);
     assert!(doc.blocks.is_empty(), "no turn fits in one token: {doc:#?}");
+    assert_eq!(doc.empty_because.map(|e| e.reason).as_deref(), Some("none_fits"));
+    // The text output says why in one line.
+    let text = env.run(["select", "--session", "s", "--budget", "1", "Redis lock TTL renewal"])?.ok()?.stdout;
+    assert!(text.lines().any(|l| l.starts_with("nothing   ") && l.contains("budget")), "{text}");
     Ok(())
 }
 

@@ -23,6 +23,7 @@ struct Hit {
     matched_anchors: Vec<String>,
     user: String,
     assistant: String,
+    bears: bool,
 }
 
 /// Three sessions, each holding one of [`TOPICS`] among filler turns.
@@ -56,6 +57,7 @@ fn search_finds_the_session_and_turn_that_discussed_the_query() -> TestResult {
         let first = doc.hits.first().ok_or(format!("{query:?} finds nothing"))?;
         assert_eq!((first.session.as_str(), first.turn_id), (session, 1), "{query:?}: {doc:#?}");
         assert!(!first.matched_anchors.is_empty(), "{first:#?}");
+        assert!(first.bears, "the turn that discussed it bears on it: {first:#?}");
         let (user, assistant) = TOPICS[session.trim_start_matches("project-").parse::<usize>()?];
         assert!(
             user.contains(first.user.as_str()) && assistant.contains(first.assistant.as_str()),
@@ -85,7 +87,10 @@ fn search_answers_alike_before_and_after_the_turns_are_folded() -> TestResult {
 fn search_limit_and_no_match() -> TestResult {
     let env = TestEnv::new()?;
     history(&env)?;
-    assert!(search(&env, &["urgent"])?.hits.len() == 3, "a word of every session matches three turns");
+    let urgent = search(&env, &["urgent"])?;
+    assert!(urgent.hits.len() == 3, "a word of every session matches three turns");
+    // The same line in every session, once each: it bears on nothing.
+    assert!(urgent.hits.iter().all(|h| !h.bears), "{urgent:?}");
     assert_eq!(search(&env, &["--limit", "1", "urgent"])?.hits.len(), 1);
     assert!(search(&env, &["zebra quokka"])?.hits.is_empty());
     let text = env.run(["search", "zebra quokka"])?.ok()?;

@@ -78,6 +78,9 @@ fn describe(selection: &Selection) -> String {
         if selection.blocks.len() == 1 { "" } else { "s" },
         selection.evidence.len()
     );
+    if let Some(why) = &selection.empty_because {
+        let _ = writeln!(out, "nothing   {}", why.describe());
+    }
     for block in &selection.blocks {
         let _ = writeln!(
             out,

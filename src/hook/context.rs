@@ -126,7 +126,8 @@ pub(crate) fn for_prompt(
         if taken == OTHER_SESSION_HITS {
             break;
         }
-        if hit.session == name || project.is_none() || project_of(&hit.session) != project {
+        // A turn that shares only everyday words with the prompt is not related (`SearchHit::bears`).
+        if hit.session == name || project.is_none() || project_of(&hit.session) != project || !hit.bears {
             continue;
         }
         let session = gatekeeper.session(&hit.session)?;

@@ -11,7 +11,7 @@
 
 mod selection;
 
-pub use selection::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
+pub use selection::{Budget, EmptyBecause, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 
 use crate::query::QueryAnchors;
 use serde::{Deserialize, Serialize};

@@ -114,4 +114,55 @@ pub struct Selection {
     /// Selected evidence projections (exact facts of tool output kept on disk), in the order
     /// they were chosen; what they omit can be read by their ref.
     pub evidence: Vec<SelectedEvidence>,
+    /// Why nothing was selected, when nothing was: the history holds nothing for the query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub empty_because: Option<EmptyBecause>,
+}
+
+/// Why a selection is empty. A hook injects on every prompt, so saying nothing is an answer,
+/// and it comes with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case", tag = "reason")]
+pub enum EmptyBecause {
+    /// The session has no turns before the query.
+    NoHistory,
+    /// No turn of the history holds any of the query's words (framing words aside).
+    NothingShared,
+    /// What the history shares with the query is everyday phrasing, learnt from the index's
+    /// other sessions.
+    OnlyPhrasing {
+        /// The words shared.
+        shared: Vec<String>,
+    },
+    /// The words the history shares with the query are no more frequent here than in the rest
+    /// of the index, and no turn holds a combination of them rarer than chance.
+    NotSpecific {
+        /// The words shared.
+        shared: Vec<String>,
+    },
+    /// Turns share specific words with the query, but none passed the content-word filter or
+    /// fit the budget.
+    NoneFits,
+}
+
+impl EmptyBecause {
+    /// One line for a reader.
+    pub fn describe(&self) -> String {
+        match self {
+            EmptyBecause::NoHistory => "the session has no earlier turns".to_string(),
+            EmptyBecause::NothingShared => "no earlier turn holds any of the query's words".to_string(),
+            EmptyBecause::OnlyPhrasing { shared } => {
+                format!("the history shares only everyday phrasing with the query ({})", shared.join(", "))
+            }
+            EmptyBecause::NotSpecific { shared } => format!(
+                "the words the history shares with the query ({}) are no more frequent here than elsewhere in the index",
+                shared.join(", ")
+            ),
+            EmptyBecause::NoneFits => {
+                "no turn with the query's specific words passed the content filter or fit the budget"
+                    .to_string()
+            }
+        }
+    }
 }

@@ -212,7 +212,19 @@ pub struct SelectDoc {
     pub coverage: f64,
     pub blocks: Vec<Block>,
     pub evidence: Vec<EvidenceBlock>,
+    /// Present exactly when nothing was selected.
+    #[serde(default)]
+    pub empty_because: Option<EmptyBecause>,
     pub schema_version: u32,
+}
+
+/// Why a selection is empty.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyBecause {
+    pub reason: String,
+    #[serde(default)]
+    pub shared: Option<Vec<String>>,
 }
 
 /// One selected evidence projection.
@@ -256,6 +268,10 @@ impl SelectDoc {
         }
         if self.schema_version != 1 {
             return Err(format!("schema_version {}", self.schema_version).into());
+        }
+        let empty = self.blocks.is_empty() && self.evidence.is_empty();
+        if empty != self.empty_because.is_some() {
+            return Err(format!("empty_because is given exactly when nothing is selected: {self:#?}").into());
         }
         Ok(())
     }

@@ -17,6 +17,7 @@ mod baseline;
 mod bm25;
 mod data;
 mod metrics;
+mod precision;
 mod recall;
 mod recall_report;
 mod report;

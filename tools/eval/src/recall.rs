@@ -200,6 +200,9 @@ pub struct RecallReport {
     pub select_seconds: f64,
     /// Seconds computing the baselines.
     pub baseline_seconds: f64,
+    /// The precision protocol: each question of categories 1–4 in its own session and in
+    /// another conversation's ([`crate::precision`]).
+    pub precision: Vec<crate::precision::PrecisionRow>,
 }
 
 /// What one method handed over for one question at one budget.
@@ -295,6 +298,7 @@ pub fn run(conversations_path: &Path, tasks_path: &Path, dump: Option<&Path>) ->
             }
         }
     }
+    let precision = crate::precision::run(&gatekeeper, &conversations, &tasks)?;
     let select_seconds = started.elapsed().as_secs_f64();
 
     let started = Instant::now();
@@ -339,6 +343,7 @@ pub fn run(conversations_path: &Path, tasks_path: &Path, dump: Option<&Path>) ->
         import_seconds,
         select_seconds,
         baseline_seconds,
+        precision,
     })
 }
 

@@ -81,6 +81,13 @@ impl RecallReport {
                 let _ = writeln!(out);
             }
         }
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Precision: categories 1–4, each asked in its own conversation's session (related) and in the next conversation's (unrelated)"
+        );
+        let _ = writeln!(out);
+        out.push_str(&crate::precision::to_text(&self.precision));
         out
     }
 }
