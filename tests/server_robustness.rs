@@ -161,8 +161,12 @@ async fn huge_inputs_are_refused_with_a_clear_error_or_handled_within_the_limits
         tool_error(&client, "gate", json!({"session": "s".repeat(300), "query": "redis"})).await?;
     assert_eq!(kind, "bad_input");
     let missing: Vec<String> = (0..10_000).map(|i| format!("/nonexistent/ctxgate/{i}.jsonl")).collect();
-    let (kind, message) = tool_error(&client, "import_logs", json!({"paths": missing})).await?;
-    assert_eq!(kind, "io", "{message}");
+    // Each is reported failed with its reason, as the CLI lists a list of paths (issue 54,
+    // finding 12).
+    let report = ok(&client, "import_logs", json!({"paths": missing})).await?;
+    assert_eq!(report["files_failed"], json!(10_000), "{:.300}", report.to_string());
+    let reason = report["files"][9_999]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("No such file or directory"), "{reason}");
     still_serving(&client, 4, "10,000 missing paths").await?;
     client.cancel().await?;
     Ok(())

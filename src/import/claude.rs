@@ -6,7 +6,8 @@
 //! Where messages carry `parent_message_uuid` (exports that keep the tree of edits and
 //! regenerations), only the branch from `current_leaf_message_uuid` (else the last message)
 //! back to the root is read, as for ChatGPT. A message's `content[]` blocks are preferred over its `text` (which flattens tool use into
-//! placeholders); `text` is read when no block is of a known type. `text` blocks are turn text;
+//! placeholders); `text` is read when no block is of a known type. `text` blocks are turn text,
+//! and so is a `voice_note` block's `transcript` (else its `text`): what was said aloud;
 //! `tool_use` blocks are tool calls and `tool_result` blocks their results (by `tool_use_id`
 //! when the call had an id, else in order; `is_error` marks the call failed); `thinking` and
 //! other blocks are not text. Pasted attachments of human messages (`attachments[].extracted_content`) are
@@ -65,7 +66,10 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
         let attachments = if role == Role::User { attachments(m, &at, &key, i)? } else { Vec::new() };
         let blocks = opt_array(m, &at, "content")?.unwrap_or_default();
         let known = |block: &Value| {
-            matches!(block.get("type").and_then(Value::as_str), Some("text" | "tool_use" | "tool_result"))
+            matches!(
+                block.get("type").and_then(Value::as_str),
+                Some("text" | "voice_note" | "tool_use" | "tool_result")
+            )
         };
         if !blocks.iter().any(known) {
             for (j, block) in blocks.iter().enumerate() {
@@ -80,6 +84,15 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
             records::object(block, &at, "an object with `type`")?;
             match req_str(block, &at, "type")? {
                 "text" => b.message(role, opt_str(block, &at, "text")?.unwrap_or_default(), time),
+                // A message spoken in the app: its transcript is what was said.
+                "voice_note" => {
+                    let transcript = opt_str(block, &at, "transcript")?.filter(|t| !t.trim().is_empty());
+                    let spoken = match transcript {
+                        Some(transcript) => transcript,
+                        None => opt_str(block, &at, "text")?.unwrap_or_default(),
+                    };
+                    b.message(role, spoken, time);
+                }
                 "tool_use" => {
                     let name = req_str(block, &at, "name")?;
                     let id = opt_str(block, &at, "id")?;
