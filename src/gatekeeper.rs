@@ -263,7 +263,8 @@ impl Gatekeeper {
     /// Errors of the index (busy, damaged, a disk that cannot be written) stop the import. A
     /// file that fails is reported in its [`crate::FileReport`] (`status: failed`, nothing of it
     /// written) and the next file is read; one file given alone fails with its own error (path
-    /// and line). A path that does not exist stops the import before anything is read.
+    /// and line). A path given that does not exist is such a file; a directory that cannot be
+    /// listed stops the import before anything is read.
     pub fn import(&self, paths: &[PathBuf], options: &ImportOptions) -> Result<ImportReport> {
         self.import_with_progress(paths, options, &mut |_| {})
     }

@@ -603,6 +603,47 @@ fn refs_cannot_escape_the_root() -> TestResult {
     Ok(())
 }
 
+/// Refs that print as blank or as another name are refused with the reason, and nothing is
+/// written (issue 54, finding 22).
+#[test]
+fn blank_and_invisible_refs_are_refused() -> TestResult {
+    let env = TestEnv::new()?;
+    let root = env.dir.path().join("evidence");
+    let input = env.dir.path().join("doc.json");
+    std::fs::write(&input, "{\"a\": 1}")?;
+    let root_arg = root.to_str().ok_or("root")?;
+    for (reference, why) in [
+        (" ", "only whitespace"),
+        ("runs/ /a.json", "only whitespace"),
+        ("\u{202E}nosj.exe", "bidirectional override"),
+        ("a\u{200B}.json", "zero-width"),
+        ("a\u{7f}.json", "control character"),
+    ] {
+        let args = ["--evidence-root", root_arg, "--json", "evidence", "put", "--ref", reference];
+        let run = env.run(args.iter().copied().chain([input.to_str().ok_or("input")?]))?.expect_code(1)?;
+        let error = run.json_error()?.error;
+        assert_eq!(error.kind, "bad_ref", "{reference:?}: {}", run.stderr);
+        assert!(error.message.contains(why), "{reference:?}: {}", error.message);
+    }
+    let stored = if root.exists() { walk_files(&root)? } else { Vec::new() };
+    assert!(stored.is_empty(), "nothing stored: {stored:?}");
+    Ok(())
+}
+
+/// The regular files under `dir`, recursively.
+fn walk_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            out.extend(walk_files(&path)?);
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
 #[test]
 fn select_json_reports_evidence_with_its_ref() -> TestResult {
     let env = TestEnv::new()?;

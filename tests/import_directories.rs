@@ -1,6 +1,7 @@
 //! Imports of directories and of several files through the real binary (issue 22, findings 1,
-//! 8 and 10, and `export` → `import` leaving evidence behind): every file reported as
-//! imported, skipped or failed; later files imported after one that fails; a failed file
+//! 8 and 10; issue 54, findings 12 and 16; and `export` → `import` leaving evidence behind):
+//! every file reported as imported, skipped or failed (a failure with the system's reason);
+//! later files imported after one that fails, a missing path of a list too; a failed file
 //! writes nothing; the exit code says a file failed; a wrong `--format` names the format the
 //! file looks like; first records longer than any fixed window detected; symbolic links
 //! followed only inside the walked directory; tool outputs carried by `export`.
@@ -280,6 +281,73 @@ fn an_explicit_file_that_cannot_be_told_fails_and_the_others_are_imported() -> T
     assert!(alone.stderr.contains("history.jsonl: cannot tell the log format; pass --format"), "{alone:?}");
     let alone = env.run(["--json".as_ref(), "import".as_ref(), history.as_os_str()])?.expect_code(1)?;
     assert_eq!(alone.json_error()?.error.kind, "unknown_format");
+    Ok(())
+}
+
+/// A list of paths imports past one that is missing, as a directory imports past a file that
+/// fails: each path listed, the missing one failed with the system's reason, exit 7 (issue 54,
+/// findings 12 and 16). Alone, the missing path is the import's error.
+#[test]
+fn a_missing_path_in_a_list_fails_alone_and_the_others_are_imported() -> TestResult {
+    let env = TestEnv::new()?;
+    let first = env.dir.path().join("first.jsonl");
+    std::fs::write(&first, canonical("one", "redis lock ttl", "SET NX PX"))?;
+    let missing = env.dir.path().join("missing.jsonl");
+    let last = env.dir.path().join("last.jsonl");
+    std::fs::write(&last, canonical("two", "nginx upstream", "proxy_pass"))?;
+    let paths = [first.as_os_str(), missing.as_os_str(), last.as_os_str()];
+
+    let run = env.run([OsStr::new("--json"), OsStr::new("import")].into_iter().chain(paths))?;
+    let doc: Value = run.expect_code(7)?.json()?;
+    assert_eq!(
+        statuses(&doc, env.dir.path())?,
+        vec![
+            row("first.jsonl", "imported", "jsonl", 1),
+            row("missing.jsonl", "failed", "auto", 0),
+            row("last.jsonl", "imported", "jsonl", 1)
+        ],
+        "{doc:#}"
+    );
+    assert_eq!(doc["files"][1]["error_kind"], json!("io"), "{doc:#}");
+    let reason = reason_of(&doc, "missing.jsonl")?;
+    assert!(reason.contains("No such file or directory (os error 2)"), "{reason}");
+    assert_eq!(sessions(&env)?, owned(&[("one", 1), ("two", 1)]));
+
+    let human = env.run([OsStr::new("import")].into_iter().chain(paths))?.expect_code(7)?;
+    assert!(
+        human.stdout.contains("missing.jsonl: FAILED, nothing imported: cannot read"),
+        "{}",
+        human.stdout
+    );
+    assert!(human.stdout.contains("2 files imported, 1 FAILED"), "{}", human.stdout);
+
+    let alone = env.run([OsStr::new("import"), missing.as_os_str()])?.expect_code(1)?;
+    assert!(alone.stderr.contains("No such file or directory"), "{}", alone.stderr);
+    Ok(())
+}
+
+/// A file of a directory that cannot be read is reported with the system's reason (issue 54,
+/// finding 16). Root reads every file whatever its mode: there the case cannot be made.
+#[cfg(unix)]
+#[test]
+fn an_unreadable_file_in_a_directory_is_reported_with_the_system_reason() -> TestResult {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new()?;
+    let dir = env.dir.path().join("logs");
+    std::fs::create_dir(&dir)?;
+    std::fs::write(dir.join("a.jsonl"), canonical("kept", "redis lock ttl", "SET NX PX"))?;
+    let locked = dir.join("b.jsonl");
+    std::fs::write(&locked, canonical("locked", "nginx upstream", "proxy_pass"))?;
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000))?;
+    if std::fs::read(&locked).is_ok() {
+        eprintln!("skipped: this user reads a file of mode 000 (root): no file here is unreadable");
+        return Ok(());
+    }
+    let doc: Value =
+        env.run(["--json".as_ref(), "import".as_ref(), dir.as_os_str()])?.expect_code(7)?.json()?;
+    let reason = reason_of(&doc, "b.jsonl")?;
+    assert!(reason.contains("Permission denied (os error 13)"), "{reason}");
+    assert_eq!(sessions(&env)?, owned(&[("kept", 1)]));
     Ok(())
 }
 

@@ -197,3 +197,109 @@ fn links_resolve_in_a_clone() {
     let quick_start = Path::new(ROOT).join("fixtures/example/conversation.jsonl");
     assert!(quick_start.is_file() && Path::new(ROOT).join("examples/quickstart.rs").is_file());
 }
+
+/// The words of a shell line: double quotes group, `~` at a word's start is `home`, and a `#`
+/// after a blank starts a comment.
+fn shell_words(line: &str, home: &Path) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => {
+                quoted = !quoted;
+                word.get_or_insert_with(String::new);
+            }
+            '#' if !quoted && word.is_none() => break,
+            c if c.is_whitespace() && !quoted => words.extend(word.take()),
+            '~' if word.is_none() => word = Some(home.display().to_string()),
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// Copies the tree `from` to `to`.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The README's command-line example runs as written, in its order, on the logs it names
+/// (issue 54, finding 19: an import that stored tool outputs as evidence made `evidence
+/// index` of another tree fail, and so did `evidence put` before it). Every command exits 0.
+#[test]
+fn the_command_line_example_runs_in_its_order() -> TestResult {
+    let blocks = code_blocks(&readme());
+    let block = blocks
+        .iter()
+        .find(|(info, body)| info == "sh" && body.contains("ctxgate evidence index"))
+        .ok_or("no sh block with the command-line example")?;
+    let env = TestEnv::new()?;
+    let home = env.dir.path().join("home");
+    let fixtures = Path::new(ROOT).join("fixtures");
+    let project = home.join(".claude/projects/-home-mei-src-app");
+    std::fs::create_dir_all(&project)?;
+    std::fs::copy(fixtures.join("import/claude-code/session.jsonl"), project.join("session.jsonl"))?;
+    let codex = home.join(".codex/sessions/2025/10/02");
+    std::fs::create_dir_all(&codex)?;
+    let rollout = "rollout-2025-10-02T07-00-00-0199a3c4-5e6f-7a8b-9c0d-1e2f3a4b5c6d.jsonl";
+    std::fs::copy(fixtures.join("import/codex").join(rollout), codex.join(rollout))?;
+    std::fs::copy(fixtures.join("import/chatgpt/conversations.json"), home.join("conversations.json"))?;
+    std::fs::copy(fixtures.join("evidence/spec.json"), home.join("spec.json"))?;
+    std::fs::write(home.join("result.json"), r#"{"result": {"rows": [{"id": 1, "latency_ms": 12}]}}"#)?;
+    copy_tree(&fixtures.join("evidence/tree"), &home.join("evidence"))?;
+
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut ran = Vec::new();
+    for line in block.1.lines() {
+        let words = shell_words(line, &home);
+        match words.first().map(String::as_str) {
+            Some("export") => {
+                let (name, value) = words.get(1).and_then(|w| w.split_once('=')).ok_or(line.to_string())?;
+                let value = match value.strip_prefix('~') {
+                    Some(rest) => format!("{}{rest}", home.display()),
+                    None => value.to_string(),
+                };
+                vars.push((name.to_string(), value));
+            }
+            Some("ctxgate") => {
+                let mut command = common::ctxgate();
+                command.current_dir(&home).env("HOME", &home).env_remove("CTXGATE_EVIDENCE_ROOT");
+                command.envs(vars.iter().map(|(k, v)| (k, v))).args(&words[1..]);
+                let run = common::Run::from_output(command.output()?);
+                assert_eq!(run.code, Some(0), "{line}\n{run:#?}");
+                ran.push(words[1].clone());
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        ran.iter().any(|c| c == "import") && ran.iter().filter(|c| *c == "evidence").count() >= 2,
+        "{ran:?}"
+    );
+    // The import's tool outputs, the indexed tree and the document put are all evidence.
+    let mut list = common::ctxgate();
+    list.env("HOME", &home).envs(vars.iter().map(|(k, v)| (k, v))).args(["--json", "evidence", "list"]);
+    let listed: Value = serde_json::from_slice(&list.output()?.stdout)?;
+    let refs: Vec<&str> = listed["documents"]
+        .as_array()
+        .ok_or("no documents")?
+        .iter()
+        .filter_map(|d| d["evidence_ref"].as_str())
+        .collect();
+    assert!(refs.contains(&"round_3/baseline.json"), "{refs:?}");
+    assert!(refs.iter().any(|r| r.starts_with("tool-output/")), "{refs:?}");
+    assert!(refs.iter().any(|r| r.starts_with("round_1/")), "{refs:?}");
+    Ok(())
+}

@@ -91,7 +91,7 @@ async fn unknown_tools_missing_and_mistyped_arguments_are_errors_and_the_server_
         ("select_context", json!({"session": "work", "query": "x", "budget": -1})),
         ("select_context", json!({"session": "work", "query": "x", "budget": 1.5})),
         ("select_context", json!({"session": "work", "query": "x", "budget": 1u64 << 40})),
-        ("select_context", json!({"session": "work", "query": "x", "as_of": "2"})),
+        ("select_context", json!({"session": "work", "query": "x", "as_of": "two"})),
         ("build_prompt", json!({"session": "work", "query": {"text": "x"}})),
         ("record_turn", json!({"session": "work", "user": true, "assistant": "b"})),
         ("gate", json!({"session": ["work"], "query": "x"})),
@@ -105,6 +105,37 @@ async fn unknown_tools_missing_and_mistyped_arguments_are_errors_and_the_server_
         assert_eq!(kind, "bad_input", "{tool} {arguments}: {message}");
         assert!(message.contains(tool), "the message names the tool: {message}");
         still_serving(&client, 3, &format!("{tool} {arguments}")).await?;
+    }
+    client.cancel().await?;
+    Ok(())
+}
+
+/// The MCP Inspector's CLI sends every argument as a string: whole numbers written as strings
+/// are taken as the numbers (issue 54, finding 20); other text is still refused, naming what is
+/// accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn whole_numbers_sent_as_strings_are_taken() -> McpResult {
+    let env = seeded()?;
+    let client = start(&env.db).await?;
+    let selected = ok(
+        &client,
+        "select_context",
+        json!({"session": "work", "query": "redis lock", "budget": "2000", "as_of": "3"}),
+    )
+    .await?;
+    assert_eq!(selected["budget"]["limit"], json!(2000), "{selected}");
+    let prompt =
+        ok(&client, "build_prompt", json!({"session": "work", "query": "redis lock", "budget": "900"}))
+            .await?;
+    assert!(prompt["prompt"].is_string(), "{prompt}");
+    let found = ok(&client, "search_history", json!({"query": "redis lock", "limit": " 1 "})).await?;
+    assert_eq!(found["hits"].as_array().map(Vec::len), Some(1), "{found}");
+    ok(&client, "gate", json!({"session": "work", "query": "redis lock", "as_of": "2"})).await?;
+    for bad in ["two", "-1", "1.5", "", "99999999999", "0x10"] {
+        let arguments = json!({"session": "work", "query": "redis lock", "budget": bad});
+        let (kind, message) = tool_error(&client, "select_context", arguments).await?;
+        assert_eq!(kind, "bad_input", "{bad:?}: {message}");
+        assert!(message.contains("a whole number from 0 to 4294967295"), "{bad:?}: {message}");
     }
     client.cancel().await?;
     Ok(())
@@ -161,8 +192,12 @@ async fn huge_inputs_are_refused_with_a_clear_error_or_handled_within_the_limits
         tool_error(&client, "gate", json!({"session": "s".repeat(300), "query": "redis"})).await?;
     assert_eq!(kind, "bad_input");
     let missing: Vec<String> = (0..10_000).map(|i| format!("/nonexistent/ctxgate/{i}.jsonl")).collect();
-    let (kind, message) = tool_error(&client, "import_logs", json!({"paths": missing})).await?;
-    assert_eq!(kind, "io", "{message}");
+    // Each is reported failed with its reason, as the CLI lists a list of paths (issue 54,
+    // finding 12).
+    let report = ok(&client, "import_logs", json!({"paths": missing})).await?;
+    assert_eq!(report["files_failed"], json!(10_000), "{:.300}", report.to_string());
+    let reason = report["files"][9_999]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("No such file or directory"), "{reason}");
     still_serving(&client, 4, "10,000 missing paths").await?;
     client.cancel().await?;
     Ok(())
@@ -325,6 +360,35 @@ fn lone_surrogates_and_invalid_json_over_raw_stdio_get_error_responses() -> McpR
     server.send_raw(b"this is not JSON at all")?;
     serves(&mut server, &mut id, "a notification and garbage")?;
     assert!(server.child.try_wait()?.is_none(), "the server exited");
+    Ok(())
+}
+
+/// A request of another JSON-RPC version, or of none, is answered with an error that carries
+/// its id, so the client can match it (issue 54, finding 21); the server then serves on.
+#[test]
+fn a_request_that_is_not_json_rpc_2_0_is_answered_with_its_id() -> McpResult {
+    let env = seeded()?;
+    let mut server = RawServer::start(&env.db)?;
+    let wait = Duration::from_secs(60);
+    let requests = [
+        (41, r#"{"jsonrpc":"1.0","id":41,"method":"tools/list"}"#, r#""jsonrpc": "1.0""#),
+        (
+            42,
+            r#"{"id":42,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}"#,
+            "no \"jsonrpc\"",
+        ),
+        (43, r#"{"jsonrpc":2,"id":43,"method":"ping"}"#, r#""jsonrpc": 2"#),
+    ];
+    for (id, line, found) in requests {
+        server.send_raw(line.as_bytes())?;
+        let response = server.response(id, wait).map_err(|e| format!("{line}: {e}"))?;
+        assert_eq!(response["error"]["code"], json!(-32600), "{response}");
+        let message = response["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("JSON-RPC 2.0") && message.contains(found), "{message}");
+    }
+    server.call_raw(44, "list_sessions", "{}")?;
+    let response = server.response(44, wait)?;
+    assert_eq!(response["result"]["structuredContent"]["sessions"][0]["turns"], json!(3), "{response}");
     Ok(())
 }
 

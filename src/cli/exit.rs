@@ -47,7 +47,7 @@ impl ExitCode {
         if err.downcast_ref::<ImportIncomplete>().is_some() {
             return ExitCode::ImportIncomplete;
         }
-        match err.downcast_ref::<Error>().map(Error::kind) {
+        match super::output::library_error(err).map(Error::kind) {
             Some(ErrorKind::NeedsRebuild) => ExitCode::NeedsRebuild,
             Some(ErrorKind::Busy) => ExitCode::Busy,
             Some(ErrorKind::Damaged) => ExitCode::Damaged,

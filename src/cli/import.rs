@@ -93,7 +93,11 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
             format!("files {}/{}  turns {}  {:.0} turns/s   ", p.files_done, p.files_total, p.turns, rate)
         },
         |progress| gatekeeper.import_with_progress(&args.paths, &options, progress),
-    )?;
+    )
+    .map_err(|error| match hint(&error, args.skip_invalid) {
+        Some(hint) => anyhow::Error::new(output::Hinted { error, hint }),
+        None => anyhow::Error::new(error),
+    })?;
     let compacted = if args.no_compact || report.new_turns == 0 {
         None
     } else {
@@ -127,12 +131,16 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         output::print_text(&text)?;
     }
     if report.files_failed > 0 {
+        let unreadable = report.files.iter().any(|f| {
+            f.status == FileStatus::Failed && matches!(f.error_kind, Some("bad_log" | "unknown_format"))
+        });
         return Err(super::exit::ImportIncomplete(format!(
-            "{} file{} failed (listed {}; nothing of {} is in the index) and the others are imported: fix what the errors say and run the same import again",
+            "{} file{} failed (listed {}; nothing of {} is in the index) and the others are imported: fix what the errors say{} and run the same import again",
             report.files_failed,
             if report.files_failed == 1 { "" } else { "s" },
             if global.json { "with status \"failed\" in files" } else { "above" },
             if report.files_failed == 1 { "it" } else { "them" },
+            if unreadable && !args.skip_invalid { " (or pass --skip-invalid to skip the records that cannot be read)" } else { "" },
         ))
         .into());
     }
@@ -146,6 +154,22 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// What to do about an import that failed on what a file holds, in flags; `None` when the
+/// error's own message says it (a file that cannot be read, a conflict) or nothing would help.
+fn hint(error: &ctxgate::Error, skip_invalid: bool) -> Option<&'static str> {
+    use ctxgate::import::Error as Log;
+    match error {
+        _ if skip_invalid => None,
+        ctxgate::Error::Import(Log::Json { .. } | Log::Shape { .. }) => Some(
+            "pass --skip-invalid to skip the records that cannot be read (each is reported with its line) and import the rest",
+        ),
+        ctxgate::Error::Import(Log::UnknownFormat { .. }) => {
+            Some("or, if the file's first lines are damaged, pass --skip-invalid to look past them")
+        }
+        _ => None,
+    }
 }
 
 /// Sessions listed per file in the human summary.

@@ -224,6 +224,12 @@ impl Global {
     }
 }
 
+/// `--budget`: a budget of 0 tokens selects nothing, so clap refuses it naming the flag and the
+/// range, before the library's check of its option (which names its field, not the flag).
+pub fn budget_range() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..)
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn main() -> std::process::ExitCode {
     let cli = match Cli::try_parse() {

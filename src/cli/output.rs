@@ -51,9 +51,38 @@ pub fn print_text(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An error of the library with advice in the CLI's terms, a flag to pass: the library's
+/// messages name no flag. Its kind and exit code are the library error's.
+#[derive(Debug)]
+pub struct Hinted {
+    /// The error.
+    pub error: ctxgate::Error,
+    /// What to do, after the error and its causes.
+    pub hint: &'static str,
+}
+
+impl std::fmt::Display for Hinted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.error)?;
+        let mut cause = std::error::Error::source(&self.error);
+        while let Some(c) = cause {
+            write!(f, ": {c}")?;
+            cause = c.source();
+        }
+        write!(f, "; {}", self.hint)
+    }
+}
+
+impl std::error::Error for Hinted {}
+
+/// The library error of `err`, hinted or not.
+pub fn library_error(err: &anyhow::Error) -> Option<&ctxgate::Error> {
+    err.downcast_ref::<ctxgate::Error>().or_else(|| err.downcast_ref::<Hinted>().map(|h| &h.error))
+}
+
 /// Prints an error to stderr, as text or as one JSON line.
 pub fn print_error(err: &anyhow::Error, json: bool) {
-    let kind = match err.downcast_ref::<ctxgate::Error>() {
+    let kind = match library_error(err) {
         Some(e) => e.kind().as_str(),
         None if err.downcast_ref::<super::exit::ImportIncomplete>().is_some() => {
             super::exit::ImportIncomplete::KIND

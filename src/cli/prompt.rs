@@ -13,7 +13,7 @@ pub struct Args {
     #[arg(long, short)]
     session: String,
     /// Token budget for the whole prompt (without a system prompt) [default: 4000]
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", value_parser = super::budget_range())]
     budget: Option<u32>,
     /// Selection policy (see `ctxgate select --help`)
     #[arg(long, value_enum)]

@@ -11,7 +11,7 @@ pub struct Args {
     #[arg(long, short)]
     session: String,
     /// Token budget for the selected turns [default: 4000]
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", value_parser = super::budget_range())]
     budget: Option<u32>,
     /// Answer as if only turns 0..N of the session existed (history replay)
     #[arg(long, value_name = "N")]

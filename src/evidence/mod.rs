@@ -12,7 +12,7 @@ mod index;
 pub mod pointer;
 mod projection;
 pub(crate) mod recall;
-mod reference;
+pub(crate) mod reference;
 mod root;
 mod spec;
 

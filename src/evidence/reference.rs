@@ -1,7 +1,8 @@
 //! Evidence references: relative paths that cannot leave the evidence root (DESIGN §4).
 //!
-//! A reference is checked lexically when it is parsed: relative, `/`-separated, no empty, `.`
-//! or `..` component, no NUL or backslash, not a name reserved for temporary files. On disk,
+//! A reference is checked lexically when it is parsed: relative, `/`-separated, no empty,
+//! blank, `.` or `..` component, no control character, backslash or invisible formatting
+//! character (a ref must read as what it is), not a name reserved for temporary files. On disk,
 //! every access is made beneath the root by [`super::root::EvidenceRoot`], so a link planted
 //! in the tree cannot lead a read or a write outside it.
 
@@ -29,9 +30,9 @@ impl EvidenceRef {
     /// Checks `text` lexically.
     ///
     /// # Errors
-    /// [`RefError`] for an empty, absolute or over-long reference, or one with an empty, `.`
-    /// or `..` component, a backslash, a NUL or another control character, or a component
-    /// named like a temporary file.
+    /// [`RefError`] for an empty, absolute or over-long reference, or one with an empty,
+    /// whitespace-only, `.` or `..` component, a backslash, a NUL or another control character,
+    /// an invisible formatting character, or a component named like a temporary file.
     pub fn parse(text: &str) -> Result<EvidenceRef, RefError> {
         let refuse = |reason| Err(RefError { reference: text.to_string(), reason });
         if text.is_empty() {
@@ -49,9 +50,15 @@ impl EvidenceRef {
         if text.chars().any(char::is_control) {
             return refuse("contains a control character");
         }
+        if text.chars().any(is_invisible_format) {
+            return refuse(
+                "contains an invisible formatting character (a bidirectional override, mark or isolate, or a zero-width character), which makes it print as another name",
+            );
+        }
         for component in text.split('/') {
             match component {
                 "" => return refuse("has an empty component"),
+                blank if blank.trim().is_empty() => return refuse("has a component of only whitespace"),
                 "." => return refuse("has a '.' component"),
                 ".." => return refuse("has a '..' component: a ref cannot leave the evidence root"),
                 name if super::root::is_temp_name(name) => {
@@ -103,6 +110,13 @@ impl EvidenceRef {
     }
 }
 
+/// Characters that change how the text around them is shown without showing themselves: the
+/// bidirectional marks, embeddings, overrides and isolates (U+202E prints `gpj.exe` as
+/// `exe.jpg`) and the zero-width characters. A ref holding one reads as another ref.
+pub(crate) fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
 impl fmt::Display for EvidenceRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -128,6 +142,12 @@ mod tests {
             ("a/", "empty component"),
             ("a\\b", "backslash"),
             ("a\0b", "control"),
+            (" ", "only whitespace"),
+            ("a/\t /b", "control"),
+            ("a/\u{3000}/b", "only whitespace"),
+            ("report\u{202E}nosj.exe", "bidirectional override"),
+            ("a\u{200B}b.json", "zero-width"),
+            ("\u{2067}x", "isolate"),
             ("x/.ctxgate-tmp.12-0", "temporary"),
             ("x/.ctxgate-tmp", "temporary"),
             ("x/.doc.json.ctxgate-tmp", "temporary"),

@@ -4,7 +4,7 @@
 //!
 //! Only the active branch is read: `current_node` walked back through `parent` (regenerated
 //! replies and edited prompts on other branches are not part of the transcript). Without a
-//! `current_node`, the branch of the latest child from the root is taken. Root placeholders
+//! `current_node` (or with `null`), the branch of the newest leaf is taken. Root placeholders
 //! (`message: null`) are skipped. `text` and `multimodal_text` contents (their string parts)
 //! are turn text; `thoughts`, `reasoning_recap`, other content types, system messages and
 //! custom instructions (`metadata.is_user_system_message`) are not. Tool traffic: an assistant
@@ -95,23 +95,34 @@ fn active_branch<'v>(
     Ok(chain)
 }
 
-/// Without `current_node`: from the root, the latest child at each step.
+/// Without `current_node` (absent, or `null` as some exports write it): the newest leaf, a node
+/// no other node names as its `parent`, by its message's `create_time`, then the deepest. Found
+/// through `parent` links, which every node has, not `children`, which exports written by
+/// other tools leave out: following `children` from the root stopped at the root.
 fn latest_leaf(mapping: &Map<String, Value>) -> Result<Option<&str>, String> {
-    let root = mapping.iter().find(|(_, node)| {
-        node.get("parent").and_then(Value::as_str).is_none_or(|parent| !mapping.contains_key(parent))
-    });
-    let Some((root, _)) = root else { return Ok(None) };
-    let mut id = root.as_str();
-    for _ in 0..mapping.len() {
-        let children = mapping.get(id).and_then(|n| n.get("children")).and_then(Value::as_array);
-        let last = children
-            .and_then(|c| c.iter().rev().filter_map(Value::as_str).find(|c| mapping.contains_key(*c)));
-        match last {
-            Some(child) => id = child,
-            None => return Ok(Some(id)),
+    let parents: std::collections::HashSet<&str> =
+        mapping.values().filter_map(|node| node.get("parent").and_then(Value::as_str)).collect();
+    let mut best: Option<(f64, usize, &str)> = None;
+    for (id, node) in mapping.iter().filter(|(id, _)| !parents.contains(id.as_str())) {
+        let time = node
+            .get("message")
+            .and_then(|m| m.get("create_time"))
+            .and_then(Value::as_f64)
+            .unwrap_or(f64::NEG_INFINITY);
+        let mut depth = 0;
+        let mut next = node.get("parent").and_then(Value::as_str);
+        while let Some(parent) = next.and_then(|p| mapping.get(p)) {
+            depth += 1;
+            if depth > mapping.len() {
+                return Err(format!("`mapping` has a cycle above node {id:?}"));
+            }
+            next = parent.get("parent").and_then(Value::as_str);
+        }
+        if best.is_none_or(|(t, d, _)| (time, depth) > (t, d)) {
+            best = Some((time, depth, id));
         }
     }
-    Err(format!("`mapping` has a cycle through node {id:?}"))
+    Ok(best.map(|(_, _, id)| id))
 }
 
 /// The turns of the active branch, fed one message at a time.

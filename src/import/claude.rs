@@ -6,7 +6,9 @@
 //! Where messages carry `parent_message_uuid` (exports that keep the tree of edits and
 //! regenerations), only the branch from `current_leaf_message_uuid` (else the last message)
 //! back to the root is read, as for ChatGPT. A message's `content[]` blocks are preferred over its `text` (which flattens tool use into
-//! placeholders); `text` is read when no block is of a known type. `text` blocks are turn text;
+//! placeholders); `text` is read when no block is of a known type. `text` blocks are turn text,
+//! and so is a `voice_note` block's `transcript` (else its `text`): what was said aloud (one
+//! without either is no known block: the message's `text` holds it);
 //! `tool_use` blocks are tool calls and `tool_result` blocks their results (by `tool_use_id`
 //! when the call had an id, else in order; `is_error` marks the call failed); `thinking` and
 //! other blocks are not text. Pasted attachments of human messages (`attachments[].extracted_content`) are
@@ -64,8 +66,11 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
         let time = opt_str(m, &at, "created_at")?;
         let attachments = if role == Role::User { attachments(m, &at, &key, i)? } else { Vec::new() };
         let blocks = opt_array(m, &at, "content")?.unwrap_or_default();
-        let known = |block: &Value| {
-            matches!(block.get("type").and_then(Value::as_str), Some("text" | "tool_use" | "tool_result"))
+        let known = |block: &Value| match block.get("type").and_then(Value::as_str) {
+            Some("text" | "tool_use" | "tool_result") => true,
+            // Without a transcript of its own, the message's `text` holds what was said.
+            Some("voice_note") => spoken(block).is_some(),
+            _ => false,
         };
         if !blocks.iter().any(known) {
             for (j, block) in blocks.iter().enumerate() {
@@ -80,6 +85,8 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
             records::object(block, &at, "an object with `type`")?;
             match req_str(block, &at, "type")? {
                 "text" => b.message(role, opt_str(block, &at, "text")?.unwrap_or_default(), time),
+                // A message spoken in the app: its transcript is what was said.
+                "voice_note" => b.message(role, spoken(block).unwrap_or_default(), time),
                 "tool_use" => {
                     let name = req_str(block, &at, "name")?;
                     let id = opt_str(block, &at, "id")?;
@@ -109,6 +116,14 @@ fn conversation(v: &Value) -> Result<Conversation, String> {
         }
     }
     Ok(Conversation { key, title, turns: b.finish() })
+}
+
+/// What a `voice_note` block says: its `transcript`, else its `text`, if either has words.
+fn spoken(block: &Value) -> Option<&str> {
+    ["transcript", "text"]
+        .iter()
+        .filter_map(|key| block.get(*key).and_then(Value::as_str))
+        .find(|text| !text.trim().is_empty())
 }
 
 /// The parent Claude.ai gives a conversation's first message.

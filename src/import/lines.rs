@@ -69,6 +69,8 @@ const BLOCK_BYTES: usize = if cfg!(test) { 40 } else { 4 << 20 };
 /// Whole lines of a file as read: the bytes and, for each line, its 1-based number and where
 /// it is in them (without its `\n`, and without the byte order mark of line 1).
 pub(crate) struct Block {
+    /// Where `bytes` start in the file.
+    start: u64,
     bytes: Vec<u8>,
     lines: Vec<(u64, std::ops::Range<usize>)>,
 }
@@ -78,7 +80,11 @@ impl Block {
     /// line is UTF-8 costs as much as finding it.
     fn text(&self, path: &Path, line_no: u64, range: &std::ops::Range<usize>) -> Result<Option<&str>, Error> {
         let bytes = self.bytes.get(range.clone()).unwrap_or_default();
-        let text = std::str::from_utf8(bytes).map_err(|_| Error::shape(path, line_no, "not valid UTF-8"))?;
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            let offset = self.start + (range.start + at) as u64;
+            Error::shape(path, line_no, super::not_utf8_reason(bytes.get(at).copied(), offset))
+        })?;
         let text = text.trim_end_matches(['\n', '\r']);
         Ok((!text.trim().is_empty()).then_some(text))
     }
@@ -109,6 +115,8 @@ pub(crate) struct LineBlocks {
     line_no: u64,
     /// The start of a line the last block ended in the middle of.
     carry: Vec<u8>,
+    /// Where `carry` starts in the file.
+    carry_start: u64,
     done: bool,
 }
 
@@ -116,7 +124,14 @@ impl LineBlocks {
     pub(crate) fn open(path: &Path) -> Result<Self, Error> {
         let file =
             std::fs::File::open(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-        Ok(LineBlocks { path: path.to_path_buf(), file, line_no: 0, carry: Vec::new(), done: false })
+        Ok(LineBlocks {
+            path: path.to_path_buf(),
+            file,
+            line_no: 0,
+            carry: Vec::new(),
+            carry_start: 0,
+            done: false,
+        })
     }
 
     /// The next block of whole lines, and the read error it ended on, if it did (to be reported
@@ -151,7 +166,9 @@ impl LineBlocks {
             }
         }
         let end = complete.unwrap_or(bytes.len());
+        let start = self.carry_start;
         self.carry = bytes.get(end..).unwrap_or_default().to_vec();
+        self.carry_start = start + end as u64;
         bytes.truncate(end);
         let mut lines = Vec::with_capacity(bytes.len() / 512 + 1);
         let mut line_start = 0;
@@ -169,7 +186,7 @@ impl LineBlocks {
             lines.push((self.line_no, range));
             line_start = line_end + 1;
         }
-        (!lines.is_empty() || failed.is_some()).then_some((Block { bytes, lines }, failed))
+        (!lines.is_empty() || failed.is_some()).then_some((Block { start, bytes, lines }, failed))
     }
 }
 
@@ -254,7 +271,8 @@ mod tests {
         bytes.extend_from_slice(b"\xff\xfe bad\n");
         bytes.extend_from_slice(b"third\r\n\nlast without newline");
         std::fs::write(&path, &bytes)?;
-        let bad = Error::shape(&path, 6, "not valid UTF-8").to_string();
+        let bad_at = bytes.windows(2).position(|w| w == b"\xff\xfe").ok_or("no bad bytes")? as u64;
+        let bad = Error::shape(&path, 6, crate::import::not_utf8_reason(Some(0xff), bad_at)).to_string();
         let expected: Vec<(u64, Result<String, String>)> = vec![
             (1, Ok("first".into())),
             (4, Ok("second line".into())),

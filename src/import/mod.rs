@@ -100,14 +100,18 @@ pub struct FoundFile {
 /// so a walk cannot loop, and the files they reach inside the directory are read under their
 /// own paths.
 ///
+/// A path given that cannot be looked at (it does not exist, it cannot be reached) is kept as a
+/// file: reading it fails, as a file of a directory that cannot be read fails, and the import
+/// reports it with the others (alone, it is the import's error).
+///
 /// # Errors
-/// A path that does not exist or a directory that cannot be listed: nothing is imported.
+/// A directory that cannot be listed: nothing is imported.
 pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<FoundFile>, Error> {
     let mut files = Vec::new();
     for path in paths {
         let io = |source| Error::Io { path: path.clone(), source };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        if meta.is_dir() {
+        let is_dir = std::fs::metadata(path).is_ok_and(|meta| meta.is_dir());
+        if is_dir {
             let root = std::fs::canonicalize(path).map_err(io)?;
             let mut walk = Walk { root, entries: Vec::new(), real_files: HashSet::new() };
             walk.dir(path, &walk.root.clone())?;
@@ -238,6 +242,15 @@ pub const DETECT_MAX_BYTES: usize = 64 << 20;
 /// Detects a file's format, reading as much of it as its first record needs (up to
 /// [`DETECT_MAX_BYTES`]): a first line of several MiB is read whole, a small file once.
 pub fn detect_file(path: &Path) -> Result<Format, Error> {
+    detect_file_past(path, false)
+}
+
+/// Lines that are not JSON looked past, with `skip_invalid`, to find a file's first record.
+pub const DETECT_SKIP_LINES: usize = 100;
+
+/// [`detect_file`]; with `skip_invalid`, up to [`DETECT_SKIP_LINES`] leading lines that are not
+/// JSON (a line of garbage, a cut record) are looked past, as the parse will skip them.
+pub fn detect_file_past(path: &Path, skip_invalid: bool) -> Result<Format, Error> {
     use std::io::Read;
     let io = |source| Error::Io { path: path.to_path_buf(), source };
     let unknown = || Error::UnknownFormat { path: path.to_path_buf() };
@@ -249,27 +262,44 @@ pub fn detect_file(path: &Path) -> Result<Format, Error> {
         let before = head.len();
         (&mut reader).take((want - before) as u64).read_to_end(&mut head).map_err(io)?;
         let at_end = head.len() < want;
-        let (text, invalid) = match std::str::from_utf8(&head) {
-            Ok(text) => (text, false),
-            Err(e) => {
-                (std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(), e.error_len().is_some())
-            }
-        };
-        if let Some(found) = first_record(text) {
-            return found.ok_or_else(unknown);
+        // Bytes that are not UTF-8 do not hide the format (the parse reports them, or skips
+        // their lines); a character cut by the end of the window is read again whole.
+        let text = String::from_utf8_lossy(&head);
+        let invalid = std::str::from_utf8(&head).err().filter(|e| e.error_len().is_some());
+        let skip_lines = if skip_invalid { DETECT_SKIP_LINES } else { 0 };
+        let found = first_record_past(&text, skip_lines);
+        if let Some(Some(format)) = found {
+            return Ok(format);
         }
-        if invalid {
-            return Err(Error::Shape {
-                path: path.to_path_buf(),
-                at: error::Location::Line(line_of_offset(&head, text.len())),
-                what: "not valid UTF-8".into(),
+        if found.is_some() || at_end || head.len() >= DETECT_MAX_BYTES {
+            // No format: where the bytes are not UTF-8 says more than "unknown".
+            return Err(match invalid {
+                Some(e) => not_utf8(path, &head, e.valid_up_to()),
+                None => unknown(),
             });
-        }
-        if at_end || head.len() >= DETECT_MAX_BYTES {
-            return Err(unknown());
         }
         want = (want * 4).min(DETECT_MAX_BYTES);
     }
+}
+
+/// [`first_record`], looking past at most `skip_lines` leading lines that are not JSON (each
+/// ended by a newline) when the first record is not one ctxgate reads. A line that is JSON
+/// stops the search: it is a record of a format ctxgate does not read.
+fn first_record_past(text: &str, skip_lines: usize) -> Option<Option<Format>> {
+    let mut rest = text;
+    for _ in 0..skip_lines {
+        match first_record(rest) {
+            Some(None) => {}
+            other => return other,
+        }
+        let body = rest.trim_start_matches('\u{feff}').trim_start();
+        let line = body.split_once('\n')?.0;
+        if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() {
+            return Some(None);
+        }
+        rest = &body[line.len() + 1..];
+    }
+    first_record(rest)
 }
 
 /// The format of the first record of `text`: `Some(None)` if it is not one ctxgate reads,
@@ -380,6 +410,24 @@ fn line_of_offset(bytes: &[u8], offset: usize) -> u64 {
     bytes.iter().take(offset).filter(|&&b| b == b'\n').count() as u64 + 1
 }
 
+/// What is wrong with bytes that are not UTF-8 at byte `offset` of the file: the byte and
+/// where, and how to make the file readable.
+pub(crate) fn not_utf8_reason(byte: Option<u8>, offset: u64) -> String {
+    let byte = byte.map(|b| format!("byte 0x{b:02X}")).unwrap_or_else(|| "a cut character".into());
+    format!(
+        "not valid UTF-8: {byte} at byte offset {offset}; convert the file to UTF-8 (text in Latin-1: iconv -f latin1 -t utf-8)"
+    )
+}
+
+/// The error for `bytes` (a file's, from its start) that stop being UTF-8 at `valid_up_to`.
+fn not_utf8(path: &Path, bytes: &[u8], valid_up_to: usize) -> Error {
+    Error::Shape {
+        path: path.to_path_buf(),
+        at: error::Location::Line(line_of_offset(bytes, valid_up_to)),
+        what: not_utf8_reason(bytes.get(valid_up_to).copied(), valid_up_to as u64),
+    }
+}
+
 /// Reads and parses a whole file as `format` (not [`Format::Auto`]: detect it first).
 pub fn read_file(path: &Path, format: Format, skip_invalid: bool) -> Result<ParsedFile, Error> {
     formats::parse(format, path, &read_text(path)?, skip_invalid)
@@ -391,11 +439,52 @@ pub fn read_file(path: &Path, format: Format, skip_invalid: bool) -> Result<Pars
 /// [`Error::Io`] for a file that cannot be read, [`Error::Shape`] for one that is not UTF-8.
 pub fn read_text(path: &Path) -> Result<String, Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
-    String::from_utf8(bytes).map_err(|e| Error::Shape {
-        path: path.to_path_buf(),
-        at: error::Location::Line(line_of_offset(e.as_bytes(), e.utf8_error().valid_up_to())),
-        what: "not valid UTF-8".into(),
-    })
+    String::from_utf8(bytes).map_err(|e| not_utf8(path, e.as_bytes(), e.utf8_error().valid_up_to()))
+}
+
+/// A log file's text for a read that skips what it cannot read (`skip_invalid`): in a file of
+/// JSON lines read as `format`, each line that is not UTF-8 is left blank (so lines keep their
+/// numbers) and returned as skipped. A JSON document (an array, or an object over several
+/// lines) cannot lose a line: one that is not UTF-8 is [`read_text`]'s error.
+///
+/// # Errors
+/// As [`read_text`].
+pub fn read_text_skipping(path: &Path, format: Format) -> Result<(String, Vec<turns::Skipped>), Error> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_path_buf(), source })?;
+    let bytes = match String::from_utf8(bytes) {
+        Ok(text) => return Ok((text, Vec::new())),
+        Err(e) => e.into_bytes(),
+    };
+    let lines_of_json = match format {
+        Format::ClaudeCode | Format::Codex | Format::Jsonl => true,
+        Format::OpenAi | Format::ShareGpt => !String::from_utf8_lossy(&bytes[..bytes.len().min(4096)])
+            .trim_start_matches('\u{feff}')
+            .trim_start()
+            .starts_with('['),
+        Format::ChatGpt | Format::Claude | Format::Auto => false,
+    };
+    if !lines_of_json {
+        let valid_up_to = std::str::from_utf8(&bytes).err().map_or(0, |e| e.valid_up_to());
+        return Err(not_utf8(path, &bytes, valid_up_to));
+    }
+    let mut text = String::with_capacity(bytes.len());
+    let mut skipped = Vec::new();
+    let mut offset = 0;
+    for (number, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        match std::str::from_utf8(line) {
+            Ok(line) => text.push_str(line),
+            Err(e) => {
+                let at = e.valid_up_to();
+                let reason = not_utf8_reason(line.get(at).copied(), (offset + at) as u64);
+                skipped.push(turns::Skipped { line: number as u64 + 1, reason });
+                if line.ends_with(b"\n") {
+                    text.push('\n');
+                }
+            }
+        }
+        offset += line.len();
+    }
+    Ok((text, skipped))
 }
 
 #[cfg(test)]

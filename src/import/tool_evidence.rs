@@ -187,9 +187,10 @@ fn component(text: &str) -> String {
     format!("{readable}{DIGEST_MARK}{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 
-/// Characters a component cannot hold: separators, control characters, `:`.
+/// Characters a component cannot hold: separators, control and invisible formatting
+/// characters (refused in refs), `:`.
 fn is_unsafe(c: char) -> bool {
-    c == '/' || c == '\\' || c.is_control() || c == ':'
+    c == '/' || c == '\\' || c.is_control() || c == ':' || crate::evidence::reference::is_invisible_format(c)
 }
 
 /// The component of versions before unique refs: unsafe characters replaced, cut at 120 bytes.

@@ -64,6 +64,40 @@ impl From<Error> for ToolError {
     }
 }
 
+/// An optional whole-number argument, taken as a JSON number or as a string of digits: the MCP
+/// Inspector's CLI sends every argument it is given as a string (`"budget": "2000"`). Anything
+/// else (a fraction, a negative number, other text) is refused naming what is accepted.
+fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    use serde::de::{Unexpected, Visitor};
+    struct WholeNumber;
+    impl<'de> Visitor<'de> for WholeNumber {
+        type Value = Option<u32>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a whole number from 0 to {} (a JSON number, or a string of its digits)", u32::MAX)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            u32::try_from(n).map(Some).map_err(|_| E::invalid_value(Unexpected::Unsigned(n), &self))
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            u32::try_from(n).map(Some).map_err(|_| E::invalid_value(Unexpected::Signed(n), &self))
+        }
+        fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Self::Value, E> {
+            Err(E::invalid_value(Unexpected::Float(n), &self))
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            let digits = text.trim();
+            match digits.parse::<u32>() {
+                Ok(n) if digits.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(n)),
+                _ => Err(E::invalid_value(Unexpected::Str(text), &self)),
+            }
+        }
+    }
+    deserializer.deserialize_any(WholeNumber)
+}
+
 /// Arguments of `select_context`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -73,10 +107,10 @@ pub struct SelectContextParams {
     /// The user's new message, as they wrote it.
     pub query: String,
     /// Token budget for the selected turns (default 4000).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub budget: Option<u32>,
     /// Answer as if only turns 0..as_of of the session existed (history replay).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub as_of: Option<u32>,
     /// minimal (default): the smallest context covering the query; fill: then spend the rest of the budget.
     #[serde(default)]
@@ -96,7 +130,7 @@ pub struct BuildPromptParams {
     /// The user's new message, as they wrote it.
     pub query: String,
     /// Token budget for the whole prompt (default 4000).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub budget: Option<u32>,
     /// What the budget counts: chars (characters × 1.5), cl100k or o200k (OpenAI encodings).
     /// Default: the server's --tokenizer (chars unless set).
@@ -123,7 +157,7 @@ pub struct SearchHistoryParams {
     /// What to look for.
     pub query: String,
     /// Turns to return at most (default 20).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub limit: Option<u32>,
 }
 
@@ -139,7 +173,7 @@ pub struct GateParams {
     /// The user's new message.
     pub query: String,
     /// Decide as if only turns 0..as_of of the session existed.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub as_of: Option<u32>,
 }
 
@@ -194,7 +228,7 @@ pub struct ReadEvidenceParams {
     #[serde(default)]
     pub pointer: Option<String>,
     /// Most bytes of content returned (default 65536).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_bytes: Option<u32>,
 }
 

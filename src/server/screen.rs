@@ -8,7 +8,8 @@
 //! [`MAX_MESSAGE_BYTES`] or not valid JSON, when the id of its request can be read from its
 //! beginning, with a request for [`REJECTED_METHOD`] carrying that id and the reason, which the
 //! server answers with a JSON-RPC error. A line whose id cannot be found (a notification, a
-//! response, or garbage) is passed on for rmcp to drop as before.
+//! response, or garbage) is passed on for rmcp to drop as before. A request whose `jsonrpc` is
+//! not `"2.0"` is replaced the same way, since rmcp would answer it with `"id": null`.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::pin::Pin;
@@ -26,6 +27,8 @@ pub const REJECTED_METHOD: &str = "ctxgate/rejected";
 
 /// JSON-RPC error code of a line that is too long.
 pub const CODE_TOO_LARGE: i32 = -32600;
+/// JSON-RPC error code of a request that is not a JSON-RPC 2.0 request.
+pub const CODE_INVALID_REQUEST: i32 = -32600;
 /// JSON-RPC error code of a line that is not valid JSON.
 pub const CODE_PARSE_ERROR: i32 = -32700;
 
@@ -115,7 +118,12 @@ impl<R: AsyncRead + Unpin> Screened<R> {
                     let reason = format!("the message is not valid JSON: {error}");
                     self.out.extend_from_slice(&rejected(&id, CODE_PARSE_ERROR, &reason));
                 }
-                None => self.out.extend_from_slice(&self.line),
+                None => match wrong_version(&self.line) {
+                    Some((id, reason)) => {
+                        self.out.extend_from_slice(&rejected(&id, CODE_INVALID_REQUEST, &reason))
+                    }
+                    None => self.out.extend_from_slice(&self.line),
+                },
             }
         }
         self.line.clear();
@@ -217,6 +225,30 @@ fn request_id(line: &[u8]) -> Option<String> {
     None
 }
 
+/// The id of a request (valid JSON) whose `jsonrpc` member is not `"2.0"`, and why it is refused.
+/// rmcp cannot read such a line as a request and answers it with `"id": null`, which no client
+/// matches to its request: it waits forever.
+fn wrong_version(line: &[u8]) -> Option<(String, String)> {
+    /// The members that make a request; the others are skipped unread.
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        jsonrpc: Option<serde_json::Value>,
+    }
+    let id = request_id(line)?;
+    let envelope: Envelope = serde_json::from_slice(line).ok()?;
+    let found = match envelope.jsonrpc {
+        Some(serde_json::Value::String(version)) if version == "2.0" => return None,
+        Some(other) => format!("has \"jsonrpc\": {other}"),
+        None => "has no \"jsonrpc\" member".to_string(),
+    };
+    Some((
+        id,
+        format!(
+            "not a JSON-RPC 2.0 request: it {found}; this server speaks JSON-RPC 2.0 (\"jsonrpc\": \"2.0\")"
+        ),
+    ))
+}
+
 /// Any JSON value, checked and dropped.
 struct Valid;
 
@@ -307,6 +339,22 @@ mod tests {
         assert_eq!(first["params"]["code"], CODE_TOO_LARGE);
         assert_eq!(lines.next(), Some(next.trim_end()));
         assert_eq!(lines.next(), None);
+    }
+
+    #[test]
+    fn a_request_of_another_version_becomes_a_rejection_with_its_id() {
+        for (input, found) in [
+            ("{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"tools/list\"}\n", "\"jsonrpc\": \"1.0\""),
+            ("{\"id\":\"q\",\"method\":\"ping\",\"params\":{}}\n", "no \"jsonrpc\""),
+        ] {
+            let out: serde_json::Value = serde_json::from_str(&screen(input.as_bytes(), 1000)).expect("json");
+            assert_eq!(out["method"], REJECTED_METHOD, "{input}");
+            assert_eq!(out["params"]["code"], CODE_INVALID_REQUEST, "{input}");
+            assert!(out["params"]["message"].as_str().is_some_and(|m| m.contains(found)), "{out}");
+        }
+        // A notification of another version has no id to answer: rmcp drops it as before.
+        let notification = "{\"jsonrpc\":\"1.0\",\"method\":\"notifications/x\"}\n";
+        assert_eq!(screen(notification.as_bytes(), 1000), notification);
     }
 
     #[test]

@@ -287,7 +287,7 @@ pub(crate) fn import_files(
                         let mut file = FileReport::not_imported(
                             &found.path,
                             FileStatus::Failed,
-                            e.to_string(),
+                            with_causes(&e),
                             Some(e.kind().as_str()),
                         );
                         file.format = match options.format {
@@ -322,6 +322,22 @@ pub(crate) fn import_files(
     }
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The error's message with each cause after it, as the CLI prints an error (`{:#}`): a file
+/// that cannot be read is reported with the system's reason ("Permission denied (os error 13)").
+fn with_causes(error: &crate::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = c.source();
+    }
+    message
 }
 
 /// True for an error of one file (its bytes, its format, its history, a name in it), after
@@ -405,18 +421,25 @@ fn import_as(
     offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport> {
     let format = match options.format {
-        Format::Auto => import::detect_file(path)?,
+        Format::Auto => import::detect_file_past(path, options.skip_invalid)?,
         given => given,
     };
     if format == Format::Jsonl {
         // The canonical format is streamed: memory stays bounded by the batches.
         return stream::import(gatekeeper, path, options, offsets);
     }
-    let text = import::read_text(path)?;
+    // Lines that are not UTF-8 left blank and reported, with `skip_invalid`.
+    let (text, unreadable) = if options.skip_invalid {
+        import::read_text_skipping(path, format)?
+    } else {
+        (import::read_text(path)?, Vec::new())
+    };
     let key = resume::key(path);
-    // A live log read again from where its last import left it, else whole.
-    let resumed = resume::read(gatekeeper, path, format, &text, options)?
-        .filter(|r| !offsets.contains_key(&r.checkpoint.session));
+    // A live log read again from where its last import left it, else whole; not a text with
+    // lines left out, which differs from the file's bytes a checkpoint describes.
+    let resumed =
+        if unreadable.is_empty() { resume::read(gatekeeper, path, format, &text, options)? } else { None }
+            .filter(|r| !offsets.contains_key(&r.checkpoint.session));
     let planned = match resumed {
         Some(resumed) => {
             let mut continued = offsets.clone();
@@ -458,10 +481,15 @@ fn import_as(
             // continues a session an earlier file of this import fed.
             // Nor for one read past bad records: a strict read of it fails.
             let fresh = matches!(&plans[..], [p] if !before.contains_key(&p.session));
-            let live = parsed.live.filter(|_| fresh && parsed.skipped.is_empty());
+            let live = parsed.live.filter(|_| fresh && parsed.skipped.is_empty() && unreadable.is_empty());
             (plans, parsed.skipped, resume::ReadFrom { live, offset: 0, first_turn: 0, checkpoint: None })
         }
     };
+    let mut skipped = skipped;
+    if !unreadable.is_empty() {
+        skipped.extend(unreadable);
+        skipped.sort_by_key(|s| s.line);
+    }
     let all_evidence_stored = options.evidence && plans.iter().all(|p| p.tool_outputs.is_empty());
     let checkpoint = match &plans[..] {
         [plan] => {
