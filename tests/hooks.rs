@@ -478,18 +478,55 @@ fn codex_prompt_and_post_compact() -> TestResult {
     assert_eq!(context(&run, "Stop")?, None);
     assert_eq!(turn_counts(&db)?, [(name, 6)]);
 
-    let run = hook(
-        &db,
-        "codex",
-        &bytes(&rollout.event("PostCompact", json!({ "trigger": "auto" }))),
-        &["--budget", "4000"],
-    )?;
-    let text = expect_context(&run, "PostCompact")?;
+    // Issue 50, item 6: Codex fails a PostCompact hook whose output has `hookSpecificOutput`
+    // (its schema takes none): PostCompact imports and prints nothing; the SessionStart of
+    // source `compact` that follows gives the requests back.
+    let post = fixture_event("codex/post-compact.json", &rollout.session, &rollout.path)?;
+    let run = hook(&db, "codex", &bytes(&post), &["--budget", "4000"])?;
+    assert_eq!(run.run.code, Some(0), "{:#?}", run.run);
+    assert_eq!(run.run.stdout, "", "PostCompact output must be empty for Codex");
+    let start = rollout.event("SessionStart", json!({ "source": "compact" }));
+    let run = hook(&db, "codex", &bytes(&start), &["--budget", "4000"])?;
+    let text = expect_context(&run, "SessionStart")?;
     let mut at = 0;
     for user in TURNS.iter().map(|(u, _)| *u).chain([PROMPT]) {
         at += text[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{text}"))?
             + user.len();
     }
+    Ok(())
+}
+
+/// A recorded hook payload of fixtures/hooks/ with its session and transcript replaced.
+fn fixture_event(name: &str, session: &str, transcript: &Path) -> Result<Value, Box<dyn std::error::Error>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hooks").join(name);
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    event["session_id"] = json!(session);
+    event["transcript_path"] = json!(transcript);
+    event["cwd"] = json!(PROJECT);
+    Ok(event)
+}
+
+/// Issue 50, item 1: Claude Code writes a new session's transcript after the first
+/// `UserPromptSubmit` has run; the hook reads a missing transcript as an empty one and gives
+/// the project's other sessions.
+#[test]
+fn r50_a_new_session_without_its_transcript_gets_other_sessions() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut earlier = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-0000000000e1", PROJECT);
+    for (user, assistant) in TURNS {
+        earlier.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&earlier.event("Stop", json!({}))), &[])?;
+    let new_session = "3f6a2b1c-0000-4000-8000-0000000000e2";
+    let missing = dir.path().join(format!("{new_session}.jsonl"));
+    let event = fixture_event("claude-code/user-prompt-submit-new-session.json", new_session, &missing)?;
+    assert_eq!(event["prompt"], PROMPT, "the fixture's prompt");
+    let run = hook(&db, "claude-code", &bytes(&event), &[])?;
+    let text = expect_context(&run, "UserPromptSubmit")?;
+    assert!(text.contains(ANSWER), "{text}");
+    assert!(text.contains("other sessions of this project"), "{text}");
+    assert!(!run.run.stderr.contains("cannot read"), "{}", run.run.stderr);
     Ok(())
 }
 
@@ -541,9 +578,12 @@ fn failures_give_no_context_exit_0_and_a_message() -> TestResult {
     let log = std::fs::read_to_string(dir.path().join("hook.log"))?;
     assert_eq!(log.lines().filter(|l| l.contains("invalid hook event")).count(), 3, "{log}");
 
-    let mut missing = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
-    missing["transcript_path"] = json!(dir.path().join("gone.jsonl"));
-    expect_quiet_failure(&hook(&db, "claude-code", &bytes(&missing), &args)?, deadline, "gone.jsonl")?;
+    // A missing transcript is an empty one (r50_a_new_session_without_its_transcript_gets_other_sessions);
+    // one that is not a transcript fails quietly.
+    let mut bad = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
+    std::fs::write(dir.path().join("bad.jsonl"), "{not a transcript\n")?;
+    bad["transcript_path"] = json!(dir.path().join("bad.jsonl"));
+    expect_quiet_failure(&hook(&db, "claude-code", &bytes(&bad), &args)?, deadline, "bad.jsonl")?;
 
     let broken = dir.path().join("broken.redb");
     std::fs::write(&broken, vec![0xA5u8; 64 * 1024])?;

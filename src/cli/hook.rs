@@ -222,15 +222,10 @@ fn work(
     Ok(ctxgate::hook::handle(&gatekeeper, agent, &event, budget)?)
 }
 
-/// Prints the context as the agent reads it: JSON with `hookSpecificOutput.additionalContext`
-/// (both agents document it for the events ctxgate answers).
+/// Prints the context as the agent reads it ([`ctxgate::hook::output`]); nothing for an event
+/// whose output takes none.
 fn print_context(event: &str, context: &Context) -> std::io::Result<()> {
-    let document = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": event,
-            "additionalContext": context.text,
-        }
-    });
+    let Some(document) = ctxgate::hook::output(event, context) else { return Ok(()) };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &document)?;
     writeln!(out)?;

@@ -120,8 +120,11 @@ enum Action {
 fn action(event: &Event) -> Action {
     match (event.hook_event_name.as_str(), event.source.as_deref()) {
         ("UserPromptSubmit", _) => Action::Prompt,
-        ("SessionStart", Some("resume" | "clear" | "compact")) | ("PostCompact", _) => Action::Recover,
-        ("Stop" | "SessionEnd" | "PreCompact" | "SubagentStop", _) => Action::Import,
+        ("SessionStart", Some("resume" | "clear" | "compact")) => Action::Recover,
+        // Codex's PostCompact output takes no context (its schema has no `hookSpecificOutput`,
+        // and such output fails the hook): the `SessionStart` of source `compact` that follows
+        // a compaction in both agents gives it.
+        ("Stop" | "SessionEnd" | "PreCompact" | "PostCompact" | "SubagentStop", _) => Action::Import,
         _ => Action::Nothing,
     }
 }
@@ -138,7 +141,11 @@ pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32)
         return Ok(None);
     }
     let name = session_name(gatekeeper, event)?;
-    if let Some(path) = event.transcript_path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+    // Claude Code writes a new session's transcript only after the first `UserPromptSubmit`:
+    // a transcript that does not exist yet is an empty one, and the context comes from the
+    // project's other sessions.
+    let transcript = event.transcript_path.as_ref().filter(|p| !p.as_os_str().is_empty() && p.exists());
+    if let Some(path) = transcript {
         // Tool results become evidence on the other events (Stop follows every reply): looking
         // at every result of the file on each prompt would double the prompt's latency, and the
         // next import with evidence stores whatever is missing.
@@ -158,6 +165,18 @@ pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32)
         Action::Recover => context::recovery(gatekeeper, &name, budget),
         Action::Import | Action::Nothing => Ok(None),
     }
+}
+
+/// What the hook prints for `context` on `event`: `{"hookSpecificOutput": {"hookEventName",
+/// "additionalContext"}}` for the events whose output takes context in both agents'
+/// published schemas (`UserPromptSubmit`, `SessionStart`), `None` for any other (Codex fails
+/// a `PostCompact` hook whose output has a `hookSpecificOutput`).
+pub fn output(event: &str, context: &Context) -> Option<serde_json::Value> {
+    matches!(event, "UserPromptSubmit" | "SessionStart").then(|| {
+        serde_json::json!({
+            "hookSpecificOutput": { "hookEventName": event, "additionalContext": context.text }
+        })
+    })
 }
 
 /// The project part of session names for a working directory.
@@ -213,10 +232,25 @@ mod tests {
             action(&event(&format!(r#"{{{base}:"SessionStart","source":"startup"}}"#))),
             Action::Nothing
         );
-        assert_eq!(action(&event(&format!(r#"{{{base}:"PostCompact"}}"#))), Action::Recover);
+        assert_eq!(action(&event(&format!(r#"{{{base}:"PostCompact"}}"#))), Action::Import);
         assert_eq!(action(&event(&format!(r#"{{{base}:"Stop"}}"#))), Action::Import);
         assert_eq!(action(&event(&format!(r#"{{{base}:"SessionEnd"}}"#))), Action::Import);
         assert_eq!(action(&event(&format!(r#"{{{base}:"PreToolUse"}}"#))), Action::Nothing);
+    }
+
+    /// Issue 50, item 6: output only where the agents' output schemas take context
+    /// (codex-rs/hooks/schema/generated/*.command.output.schema.json).
+    #[test]
+    fn r50_output_only_where_the_schemas_take_context() {
+        let context = Context { text: "x".into(), tokens: 1 };
+        for event in ["UserPromptSubmit", "SessionStart"] {
+            let doc = output(event, &context).expect("context is output");
+            assert_eq!(doc["hookSpecificOutput"]["hookEventName"], event);
+            assert_eq!(doc.as_object().map(|o| o.len()), Some(1), "{doc}");
+        }
+        for event in ["PostCompact", "PreCompact", "Stop", "SessionEnd"] {
+            assert_eq!(output(event, &context), None, "{event}");
+        }
     }
 
     #[test]
