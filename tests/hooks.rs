@@ -818,3 +818,41 @@ fn install_for_the_user_and_for_codex() -> TestResult {
     assert_eq!(std::fs::read_to_string(home.join(".codex/hooks.json"))?, "{ broken");
     Ok(())
 }
+
+/// Issue 50, item 10: installed from a binary under another name (a copy, a hard link), the
+/// install adds its handlers once and the uninstall finds them.
+#[test]
+fn r50_install_from_a_binary_under_another_name() -> TestResult {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let renamed = dir.path().join("ctxg-dev");
+    let original = Path::new(env!("CARGO_BIN_EXE_ctxgate"));
+    if std::fs::hard_link(original, &renamed).is_err() {
+        std::fs::copy(original, &renamed)?;
+    }
+    let db = dir.path().join("index.redb");
+    let run = |args: &[&str]| -> Result<Run, Box<dyn std::error::Error>> {
+        let output = std::process::Command::new(&renamed)
+            .arg("--db")
+            .arg(&db)
+            .arg("hook")
+            .args(args)
+            .env("HOME", &home)
+            .current_dir(dir.path())
+            .output()?;
+        Ok(Run::from_output(output))
+    };
+    run(&["install", "codex"])?.ok()?;
+    let again = run(&["install", "codex"])?.ok()?;
+    assert!(again.stdout.contains("already"), "{}", again.stdout);
+    let codex: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".codex/hooks.json"))?)?;
+    for event in ["UserPromptSubmit", "SessionStart", "PostCompact", "Stop"] {
+        assert_eq!(commands(&codex, event).len(), 1, "{event}: {codex:#}");
+    }
+    let removed = run(&["uninstall", "codex"])?.ok()?;
+    assert!(removed.stdout.contains("removed UserPromptSubmit"), "{}", removed.stdout);
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".codex/hooks.json"))?)?;
+    assert_eq!(after, json!({}), "{after:#}");
+    Ok(())
+}

@@ -4,8 +4,10 @@
 //! Claude Code and Codex read the same JSON shape: `{"hooks": {EVENT: [{"matcher": …,
 //! "hooks": [{"type": "command", "command": …, "timeout": …}]}]}}` (Claude Code:
 //! `.claude/settings.json` or `~/.claude/settings.json`; Codex: `.codex/hooks.json` or
-//! `~/.codex/hooks.json`). An entry is ctxgate's when its command runs `hook <agent>` of a
-//! program named `ctxgate`; every other key and entry is kept as it was, in its order.
+//! `~/.codex/hooks.json`). An entry is ctxgate's when its command has the shape ctxgate writes,
+//! `PROGRAM --db PATH hook <agent>` (whatever the program is called: a copy or a link under
+//! another name), or runs `hook <agent>` of a program named `ctxgate`; every other key and
+//! entry is kept as it was, in its order.
 
 use super::Agent;
 use serde_json::{Map, Value, json};
@@ -73,11 +75,15 @@ pub struct Plan {
     pub changes: Vec<String>,
 }
 
-/// Whether `command` is ctxgate's hook for `agent`.
-fn is_ours(command: &str, agent: Agent) -> bool {
+/// Whether `command` is ctxgate's hook for `agent`: `hook <agent>` after `--db PATH` (the
+/// marker every install writes, which does not depend on the binary's name), or of a program
+/// named `ctxgate`.
+pub(crate) fn is_ours(command: &str, agent: Agent) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(2).any(|w| w == ["hook", agent.name()])
-        && words.iter().any(|w| {
+    let Some(at) = words.windows(2).position(|w| w == ["hook", agent.name()]) else { return false };
+    let marked = words[..at].contains(&"--db");
+    marked
+        || words.iter().any(|w| {
             let w = w.trim_matches(|c| c == '\'' || c == '"');
             let file = w.rsplit(['/', '\\']).next().unwrap_or(w);
             file == "ctxgate" || file == "ctxgate.exe"
@@ -302,5 +308,19 @@ mod tests {
         assert!(!is_ours("ctxgate hook codex", Agent::ClaudeCode));
         assert!(!is_ours("python3 hook claude-code", Agent::ClaudeCode));
         assert!(!is_ours("ctxgate import x", Agent::ClaudeCode));
+    }
+
+    /// Issue 50, item 10: the binary reached under another name (a copy, a link) is still
+    /// ctxgate, by the shape of the command it writes.
+    #[test]
+    fn r50_ours_whatever_the_binary_is_called() {
+        assert!(is_ours("/opt/tools/ctxg --db /home/me/index.redb hook codex", Agent::Codex));
+        assert!(is_ours("'/opt/my tools/cg-dev' --db '/x y.redb' hook claude-code", Agent::ClaudeCode));
+        assert!(!is_ours("/opt/tools/ctxg --db /x.redb hook codex", Agent::ClaudeCode));
+        assert!(!is_ours("my-hook --db /x.redb import", Agent::Codex));
+        assert!(
+            !is_ours("other-tool hook codex --db /x.redb", Agent::Codex),
+            "--db after the verb is not ours"
+        );
     }
 }
