@@ -367,11 +367,12 @@ fn tool_results_become_evidence_on_stop_not_on_the_prompt() -> TestResult {
 fn after_compact_the_requests_come_back_in_order() -> TestResult {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("index.redb");
-    let mut transcript = ClaudeTranscript::new(dir.path(), "5b7c-compact", PROJECT);
-    for (user, assistant) in TURNS {
-        transcript.turn(user, assistant)?;
-    }
+    // One agent session each: a session is not given the same requests twice.
     for source in ["compact", "resume"] {
+        let mut transcript = ClaudeTranscript::new(dir.path(), &format!("5b7c-{source}"), PROJECT);
+        for (user, assistant) in TURNS {
+            transcript.turn(user, assistant)?;
+        }
         let event = transcript.event("SessionStart", json!({ "source": source }));
         let text = expect_context(
             &hook(&db, "claude-code", &bytes(&event), &["--budget", "4000"])?,
@@ -388,6 +389,7 @@ fn after_compact_the_requests_come_back_in_order() -> TestResult {
         assert!(text.contains("every import is updated"), "{source}:\n{text}");
     }
     // A fresh start gets nothing.
+    let transcript = ClaudeTranscript::new(dir.path(), "5b7c-startup", PROJECT);
     let event = transcript.event("SessionStart", json!({ "source": "startup" }));
     assert_eq!(context(&hook(&db, "claude-code", &bytes(&event), &[])?, "SessionStart")?, None);
     Ok(())
@@ -854,5 +856,56 @@ fn r50_install_from_a_binary_under_another_name() -> TestResult {
     assert!(removed.stdout.contains("removed UserPromptSubmit"), "{}", removed.stdout);
     let after: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".codex/hooks.json"))?)?;
     assert_eq!(after, json!({}), "{after:#}");
+    Ok(())
+}
+
+/// Issue 50, items 3, 4 and 7: a resume gives back the request that was never answered; what
+/// the resume gave is not given again by the prompt after it, nor by a compaction after that.
+#[test]
+fn r50_a_resume_gives_the_unanswered_request_and_nothing_twice() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-0000000000f1", PROJECT);
+    for (user, assistant) in TURNS {
+        transcript.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&transcript.event("Stop", json!({}))), &[])?;
+    // The session ended before this request had its reply.
+    let unanswered =
+        "Should the heartbeat that renews the Redis lock of the nightly job run every 10 seconds?";
+    transcript.record("user", unanswered)?;
+    let resume = transcript.event("SessionStart", json!({ "source": "resume" }));
+    let start = expect_context(&hook(&db, "claude-code", &bytes(&resume), &[])?, "SessionStart")?;
+    let mut at = 0;
+    for user in TURNS.iter().map(|(u, _)| *u).chain([unanswered]) {
+        at += start[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{start}"))?
+            + user.len();
+    }
+    assert!(start.contains("not answered yet"), "{start}");
+    assert!(start.contains(ANSWER), "the turn that bears on the latest request:\n{start}");
+
+    // The first prompt after the resume: the Redis turn went into this session already.
+    transcript.record("user", PROMPT)?;
+    let prompt = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
+    let run = hook(&db, "claude-code", &bytes(&prompt), &[])?;
+    if let Some(text) = context(&run, "UserPromptSubmit")? {
+        assert!(!text.contains(ANSWER), "a turn given on resume was given again:\n{text}");
+    }
+    // A compaction after that: the requests were given, and are not listed again.
+    transcript.record("assistant", "Every 15 seconds is enough: the lock lives 45.")?;
+    let compact = transcript.event("SessionStart", json!({ "source": "compact" }));
+    let run = hook(&db, "claude-code", &bytes(&compact), &[])?;
+    if let Some(text) = context(&run, "SessionStart")? {
+        for (user, _) in TURNS {
+            assert!(!text.contains(user), "{user:?} was listed again:\n{text}");
+        }
+        assert!(!text.contains(ANSWER), "{text}");
+    }
+    // Another agent session (a clear starts one) is given what it needs afresh.
+    let mut cleared = transcript.event("SessionStart", json!({ "source": "clear" }));
+    cleared["session_id"] = json!("3f6a2b1c-0000-4000-8000-0000000000f2");
+    cleared["transcript_path"] = json!(dir.path().join("3f6a2b1c-0000-4000-8000-0000000000f2.jsonl"));
+    let text = expect_context(&hook(&db, "claude-code", &bytes(&cleared), &[])?, "SessionStart")?;
+    assert!(text.contains(TURNS[0].0), "{text}");
     Ok(())
 }

@@ -8,7 +8,7 @@
 use super::Global;
 use anyhow::Context as _;
 use ctxgate::hook::install::{self, Scope};
-use ctxgate::hook::{Agent, Context, Event, HOOK_TOKEN_BUDGET};
+use ctxgate::hook::{Agent, Context, Event, Given, HOOK_TOKEN_BUDGET};
 use ctxgate::{Gatekeeper, Options};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -159,11 +159,21 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     }
     match receiver.recv_timeout(deadline) {
         Ok((_, Ok(None))) => {}
-        Ok((Some(event), Ok(Some(context)))) => {
-            if let Err(e) = print_context(&event, &context) {
-                report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}"));
+        Ok((Some(event), Ok(Some((context, given))))) => match print_context(&event, &context) {
+            Err(e) => report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}")),
+            // Once given, the context is on the session's record (a failure to write it
+            // only means the next event may give some of it again).
+            Ok(()) => {
+                if let Err(e) = given.save() {
+                    report(
+                        log.as_deref(),
+                        agent,
+                        Some(&event),
+                        &format!("cannot record the context given: {e}"),
+                    );
+                }
             }
-        }
+        },
         Ok((event, Ok(Some(_)))) => {
             report(log.as_deref(), agent, event.as_deref(), "context without an event")
         }
@@ -196,13 +206,17 @@ struct Setup {
     tokenizer: ctxgate::tokens::Tokenizer,
 }
 
-/// Reads the event, opens the index and handles the event.
+/// The directory of the hooks' records of what each agent session was given.
+const GIVEN_DIR: &str = "hook-given";
+
+/// Reads the event, opens the index and handles the event: the context, with the session's
+/// record of what it was given.
 fn work(
     db: &Path,
     agent: Agent,
     setup: Setup,
     event_name: &mut Option<String>,
-) -> anyhow::Result<Option<Context>> {
+) -> anyhow::Result<Option<(Context, Given)>> {
     let Setup { threads, evidence_root, deadline, budget, tokenizer } = setup;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
@@ -219,7 +233,12 @@ fn work(
     let options =
         Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, tokenizer, ..Options::default() };
     let gatekeeper = Gatekeeper::open(db, options)?;
-    Ok(ctxgate::hook::handle(&gatekeeper, agent, &event, budget)?)
+    let mut given = match db.parent() {
+        Some(dir) => Given::load(&dir.join(GIVEN_DIR), &event.session_id),
+        None => Given::in_memory(),
+    };
+    let context = ctxgate::hook::handle(&gatekeeper, agent, &event, budget, &mut given)?;
+    Ok(context.map(|c| (c, given)))
 }
 
 /// Prints the context as the agent reads it ([`ctxgate::hook::output`]); nothing for an event

@@ -8,6 +8,7 @@
 //! whose name has the same `<project>#` prefix, whichever agent wrote them.
 
 mod context;
+pub mod given;
 pub mod install;
 
 use crate::error::{Error, Result};
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 pub use context::{Context, OTHER_SESSION_HITS};
+pub use given::Given;
 
 /// The hooks' default token budget for the context of one event: room for a few pruned turns
 /// without crowding the agent's own context (Claude Code shows hook output over 10,000
@@ -130,12 +132,20 @@ fn action(event: &Event) -> Action {
 }
 
 /// Runs `event` against the index: imports the transcript if the event calls for it and
-/// returns the context to hand the agent, if any.
+/// returns the context to hand the agent, if any: none of what `given` says the agent session
+/// was handed before, and `given` notes what it is handed now (the caller saves it once the
+/// context is out).
 ///
 /// # Errors
 /// Errors of the index, a transcript that cannot be read or parsed, a session name the index
 /// refuses.
-pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32) -> Result<Option<Context>> {
+pub fn handle(
+    gatekeeper: &Gatekeeper,
+    agent: Agent,
+    event: &Event,
+    budget: u32,
+    given: &mut Given,
+) -> Result<Option<Context>> {
     let action = action(event);
     if action == Action::Nothing {
         return Ok(None);
@@ -145,6 +155,8 @@ pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32)
     // a transcript that does not exist yet is an empty one, and the context comes from the
     // project's other sessions.
     let transcript = event.transcript_path.as_ref().filter(|p| !p.as_os_str().is_empty() && p.exists());
+    // The session's last request when it has no reply yet: the import holds it back.
+    let mut pending = None;
     if let Some(path) = transcript {
         // Tool results become evidence on the other events (Stop follows every reply): looking
         // at every result of the file on each prompt would double the prompt's latency, and the
@@ -155,14 +167,17 @@ pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32)
             evidence: action != Action::Prompt,
             ..ImportOptions::default()
         };
-        gatekeeper.import(std::slice::from_ref(path), &options)?;
+        let report = gatekeeper.import(std::slice::from_ref(path), &options)?;
+        pending = (report.files.into_iter().flat_map(|f| f.sessions))
+            .find(|s| s.session == name)
+            .and_then(|s| s.held_back_request);
     }
     match action {
         Action::Prompt => match event.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
-            Some(prompt) => context::for_prompt(gatekeeper, &name, prompt, budget),
+            Some(prompt) => context::for_prompt(gatekeeper, &name, prompt, budget, given),
             None => Ok(None),
         },
-        Action::Recover => context::recovery(gatekeeper, &name, budget),
+        Action::Recover => context::recovery(gatekeeper, &name, budget, pending.as_deref(), given),
         Action::Import | Action::Nothing => Ok(None),
     }
 }
