@@ -909,3 +909,52 @@ fn r50_a_resume_gives_the_unanswered_request_and_nothing_twice() -> TestResult {
     assert!(text.contains(TURNS[0].0), "{text}");
     Ok(())
 }
+
+/// Issue 50, item 5: `hook install codex` says what Codex needs before a hook runs, and `hook
+/// doctor` tells whether the hooks are installed and trusted.
+#[test]
+fn r50_doctor_tells_whether_the_hooks_will_run() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let db = dir.path().join("index.redb");
+    let doctor = |agent: &str| -> Result<Run, Box<dyn std::error::Error>> {
+        let output = ctxgate()
+            .arg("--db")
+            .arg(&db)
+            .args(["hook", "doctor", agent])
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .current_dir(dir.path())
+            .output()?;
+        Ok(Run::from_output(output))
+    };
+    let none = doctor("claude-code")?;
+    assert_eq!(none.code, Some(1), "{none:#?}");
+    assert!(none.stdout.contains("UserPromptSubmit: not installed"), "{}", none.stdout);
+
+    let installed = settings_cmd(&db, &home, dir.path(), &["install", "codex"])?.ok()?;
+    let notes: Vec<&str> = installed.stdout.lines().filter(|l| l.contains("Hooks need review")).collect();
+    assert_eq!(notes.len(), 1, "one line on trust: {}", installed.stdout);
+    assert!(notes[0].contains("codex exec"), "{}", notes[0]);
+
+    let untrusted = doctor("codex")?;
+    assert_eq!(untrusted.code, Some(1), "{untrusted:#?}");
+    assert_eq!(untrusted.stdout.matches("not trusted").count(), 4, "{}", untrusted.stdout);
+
+    // Trusted the way Codex records it: a `trusted_hash` per hook in ~/.codex/config.toml.
+    let hooks_file = home.join(".codex/hooks.json");
+    let mut config = String::from("model = \"gpt-5.1-codex\"\n");
+    for event in ["user_prompt_submit", "session_start", "post_compact", "stop"] {
+        config.push_str(&format!(
+            "\n[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:0123\"\n",
+            hooks_file.display()
+        ));
+    }
+    std::fs::write(home.join(".codex/config.toml"), &config)?;
+    let trusted = doctor("codex")?;
+    assert_eq!(trusted.code, Some(0), "{trusted:#?}");
+    assert!(trusted.stdout.contains("Codex will run them"), "{}", trusted.stdout);
+    assert!(!trusted.stdout.contains("not trusted"), "{}", trusted.stdout);
+    Ok(())
+}

@@ -37,6 +37,22 @@ enum HookCommand {
     Install(InstallArgs),
     /// Remove ctxgate's hooks from the agent's settings (only ctxgate's; a backup is kept)
     Uninstall(InstallArgs),
+    /// Tell whether the agent will run ctxgate's hooks: installed, the program there, and for
+    /// Codex whether each is trusted (exit 1 when they will not all run)
+    Doctor(DoctorArgs),
+}
+
+#[derive(clap::Args)]
+struct DoctorArgs {
+    /// The agent
+    #[arg(value_enum)]
+    agent: AgentArg,
+    /// The project's settings (in the working directory)
+    #[arg(long, conflicts_with = "user")]
+    project: bool,
+    /// The user's settings, for every project (the default)
+    #[arg(long)]
+    user: bool,
 }
 
 #[derive(clap::Args)]
@@ -96,6 +112,7 @@ pub fn run(global: &Global, args: Args) -> anyhow::Result<()> {
         }
         HookCommand::Install(args) => change_settings(global, &args, true),
         HookCommand::Uninstall(args) => change_settings(global, &args, false),
+        HookCommand::Doctor(args) => doctor(&args),
     }
 }
 
@@ -316,9 +333,8 @@ fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow
         out.push_str(&format!("backup of the file as it was: {}\n", backup.display()));
     }
     if install && agent == Agent::Codex {
-        out.push_str(
-            "Codex runs hooks only with the hooks feature on: if yours predates hooks on by default, set\n  [features]\n  codex_hooks = true\nin ~/.codex/config.toml\n",
-        );
+        out.push_str(CODEX_TRUST_NOTE);
+        out.push('\n');
     }
     if install {
         out.push_str(&format!(
@@ -328,6 +344,98 @@ fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow
         ));
     }
     super::output::print_text(&out)
+}
+
+/// What a Codex user must do once after an install, in one line.
+const CODEX_TRUST_NOTE: &str = "Codex runs new or changed hooks only once you trust them: start `codex` in a terminal and trust them at \"Hooks need review\" (or in /hooks); `codex exec` skips untrusted hooks without a word. Check with: ctxgate hook doctor codex";
+
+/// The program a hook command runs: its first shell word, unquoted.
+fn program_of(command: &str) -> PathBuf {
+    let command = command.trim_start();
+    match command.strip_prefix('\'') {
+        Some(rest) => PathBuf::from(rest.split('\'').next().unwrap_or_default()),
+        None => PathBuf::from(command.split_whitespace().next().unwrap_or_default()),
+    }
+}
+
+/// Codex's home: `$CODEX_HOME`, else `~/.codex`.
+fn codex_home(home: &Path) -> PathBuf {
+    std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home.join(".codex"), PathBuf::from)
+}
+
+fn doctor(args: &DoctorArgs) -> anyhow::Result<()> {
+    use ctxgate::hook::install::Trust;
+    let agent = Agent::from(args.agent);
+    let scope = if args.project { Scope::Project } else { Scope::User };
+    let home = directories::BaseDirs::new()
+        .map(|d| d.home_dir().to_path_buf())
+        .context("cannot find the home directory: use --project in the project's directory")?;
+    let project = std::env::current_dir().context("cannot read the working directory")?;
+    let path = absolute(&install::settings_path(agent, scope, &home, &project))?;
+    let found = install::find(agent, &path)?;
+    let config = codex_home(&home).join("config.toml");
+    let config_text = match agent {
+        Agent::Codex => std::fs::read_to_string(&config).ok(),
+        Agent::ClaudeCode => None,
+    };
+    let mut out = format!("ctxgate's {} hooks in {}:\n", agent.name(), path.display());
+    let mut problems = 0;
+    let mut programs: Vec<PathBuf> = Vec::new();
+    for (event, found) in &found {
+        let Some(found) = found else {
+            problems += 1;
+            out.push_str(&format!("  {event}: not installed (ctxgate hook install {})\n", agent.name()));
+            continue;
+        };
+        let program = program_of(&found.command);
+        if !programs.contains(&program) {
+            programs.push(program);
+        }
+        let trust = match (agent, &config_text) {
+            (Agent::ClaudeCode, _) => String::new(),
+            (Agent::Codex, None) => {
+                problems += 1;
+                format!(", not trusted ({} has no trust recorded: Codex asks \"Hooks need review\")", config.display())
+            }
+            (Agent::Codex, Some(text)) => match install::codex_trust(text, &install::codex_state_key(&path, found)) {
+                Trust::TrustedOnce => ", trusted (Codex keeps a hash of the hook it trusted; whether it is this command's cannot be checked here: after a change Codex asks again)".to_string(),
+                Trust::Untrusted => {
+                    problems += 1;
+                    ", not trusted yet: Codex will not run it until you trust it".to_string()
+                }
+                Trust::Disabled => {
+                    problems += 1;
+                    ", turned off in Codex (enabled = false): turn it on in /hooks".to_string()
+                }
+            },
+        };
+        out.push_str(&format!("  {event}: installed{trust}\n"));
+    }
+    for program in &programs {
+        if !program.is_file() {
+            problems += 1;
+            out.push_str(&format!(
+                "  the hooks' program {} is not there: install again\n",
+                program.display()
+            ));
+        }
+    }
+    match agent {
+        Agent::Codex if problems > 0 => out.push_str(CODEX_TRUST_NOTE),
+        Agent::Codex => out.push_str("Codex will run them."),
+        Agent::ClaudeCode if problems == 0 => out.push_str(
+            "Claude Code will run them (it reads hooks when a session starts: a running session may need /hooks to see a change).",
+        ),
+        Agent::ClaudeCode => {}
+    }
+    out.push('\n');
+    super::output::print_text(&out)?;
+    if problems > 0 {
+        anyhow::bail!("{problems} of ctxgate's {} hooks will not run as they are", agent.name());
+    }
+    Ok(())
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
