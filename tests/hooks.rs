@@ -958,3 +958,73 @@ fn r50_doctor_tells_whether_the_hooks_will_run() -> TestResult {
     assert!(!trusted.stdout.contains("not trusted"), "{}", trusted.stdout);
     Ok(())
 }
+
+/// A session's turns as (user, assistant), from `show --json`.
+fn stored_turns(db: &Path, session: &str) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
+    let run = common::run_at(db, ["--json", "show", "-s", session])?.ok()?;
+    let doc: Value = serde_json::from_str(&run.stdout)?;
+    let turns = doc["turns"].as_array().ok_or("no turns array")?;
+    Ok(turns
+        .iter()
+        .map(|t| {
+            let side = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+            (side("user"), side("assistant"))
+        })
+        .collect())
+}
+
+/// Issue 50, item 2, through the hooks: Claude Code writes a reply before the prompt it
+/// answers; the imports in between (each resumed from the last) store the turns the
+/// `parentUuid` chain says, the same as one import of the finished file.
+#[test]
+fn r50_a_reply_written_before_its_prompt_is_paired_with_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let session = "7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
+    let path = dir.path().join(format!("{session}.jsonl"));
+    let line = |n: u32, parent: Option<u32>, role: &str, text: &str| {
+        let message = match role {
+            "user" => json!({ "role": "user", "content": text }),
+            _ => {
+                json!({ "role": "assistant", "model": "claude-sonnet-4-5", "content": [{ "type": "text", "text": text }] })
+            }
+        };
+        json!({
+            "parentUuid": parent.map(|p| format!("00000000-0000-4000-8000-{p:012}")),
+            "isSidechain": false, "userType": "external", "cwd": PROJECT, "sessionId": session,
+            "version": "2.1.197", "type": role, "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            "timestamp": format!("2026-11-20T09:00:{n:02}.000Z"), "message": message,
+        })
+    };
+    let stop = json!({
+        "session_id": session, "transcript_path": path, "cwd": PROJECT, "hook_event_name": "Stop",
+    });
+    let name = format!("{PROJECT}#{session}");
+    let steps: [&[Value]; 4] = [
+        &[line(1, None, "user", TURNS[0].0), line(2, Some(1), "assistant", TURNS[0].1)],
+        // The reply comes first; its prompt (record 3) is not in the file yet.
+        &[line(4, Some(3), "assistant", TURNS[1].1)],
+        &[line(3, Some(2), "user", TURNS[1].0)],
+        &[line(5, Some(4), "user", TURNS[2].0), line(6, Some(5), "assistant", TURNS[2].1)],
+    ];
+    let expected: Vec<(String, String)> =
+        TURNS[..3].iter().map(|(u, a)| (u.to_string(), a.to_string())).collect();
+    let stored_after = [1, 1, 2, 3];
+    for (records, count) in steps.iter().zip(stored_after) {
+        for record in *records {
+            append_line(&path, record)?;
+        }
+        let run = hook(&db, "claude-code", &bytes(&stop), &[])?;
+        assert_eq!(run.run.code, Some(0), "{:#?}", run.run);
+        assert!(run.run.stderr.is_empty(), "{}", run.run.stderr);
+        assert_eq!(stored_turns(&db, &name)?, expected[..count], "after {count} turns");
+    }
+    let whole = dir.path().join("whole.redb");
+    common::run_at(
+        &whole,
+        [Path::new("import").as_os_str(), "--format".as_ref(), "claude-code".as_ref(), path.as_os_str()],
+    )?
+    .ok()?;
+    assert_eq!(stored_turns(&whole, session)?, expected, "one import of the finished file");
+    Ok(())
+}

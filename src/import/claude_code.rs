@@ -12,8 +12,10 @@
 //! rewind re-sends a message from an earlier point and forks it. Only the active branch is
 //! read: each session's last message back to its root, in that order, never the file's
 //! (Claude Code can write a reply before the prompt it answers). Results of calls on it are
-//! read wherever they sit. A tree that cannot be followed (a parent not in the file, a cycle), or
-//! records that name no parent at all, are read in file order. A record repeating an earlier
+//! read wherever they sit. Messages at a session's end whose parent is not in the file yet (a
+//! reply written before its prompt) wait for it, off the branch. A tree that cannot be followed
+//! otherwise (a parent not in the file, a cycle), or records that name no parent at all, are
+//! read in file order. A record repeating an earlier
 //! `uuid` is read once.
 //!
 //! Dropped as well: sidechain records (`isSidechain: true`, subagent traffic), harness records
@@ -313,16 +315,35 @@ fn active_branches(nodes: &[Node], part: bool) -> Branches {
             children.entry(p).or_default().push(i);
         }
     }
-    let mut leaves: HashMap<Option<&str>, usize> = HashMap::new();
+    // Per session, its messages with ids in file order.
+    let mut messages: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
     // Sessions some of whose messages name a parent: in the others there is no tree to follow.
     let mut linked: HashSet<Option<&str>> = HashSet::new();
     for (i, n) in nodes.iter().enumerate() {
         if n.is_message && n.uuid.is_some() {
-            leaves.insert(n.session.as_deref(), i);
+            messages.entry(n.session.as_deref()).or_default().push(i);
             if n.parent.is_some() {
                 linked.insert(n.session.as_deref());
             }
         }
+    }
+    // A parent the text does not have yet: a reply written before its prompt, the prompt still
+    // to come. In a whole read, the messages at the session's end whose parent is missing wait
+    // for it (off the branch) when every other message's parent is there; reading them in
+    // file order would pair the reply with the turn before, and the next read would differ.
+    let dangling = |i: usize| nodes[i].parent.is_some() && parent_of(i).is_none();
+    let mut leaves: HashMap<Option<&str>, usize> = HashMap::new();
+    for (&session, list) in &messages {
+        let mut end = list.len();
+        if !part {
+            while end > 0 && dangling(list[end - 1]) {
+                end -= 1;
+            }
+            if end == 0 || list[..end].iter().any(|&i| dangling(i)) {
+                end = list.len();
+            }
+        }
+        leaves.insert(session, list[end - 1]);
     }
     let mut trees: HashMap<Option<String>, Tree> = (leaves.keys())
         .filter(|s| !linked.contains(*s))
@@ -759,6 +780,32 @@ mod tests {
         let start = parsed.live.as_ref().unwrap().starts[1];
         let part = parse_from(&path, &text[start..end], false, Some(&carry)).unwrap();
         assert!(part.live.unwrap().unsure, "a part whose first turn began before its prompt is unsure");
+    }
+
+    /// Issue 50, item 2, live: the reply is in the file before its prompt is; it waits for the
+    /// prompt instead of joining the turn before, so the read after the prompt agrees.
+    #[test]
+    fn r50_a_reply_before_its_prompt_waits_for_it() {
+        let row = |uuid: &str, parent: &str, kind: &str, text: &str| {
+            format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"sessionId":"s","message":{{"role":"{kind}","content":"{text}"}}}}"#
+            )
+        };
+        let head = [
+            row("u1", "null", "user", "one"),
+            row("a1", r#""u1""#, "assistant", "two"),
+            row("a2", r#""u2""#, "assistant", "four"),
+        ];
+        let turns = |rows: &[String]| -> Vec<(String, String)> {
+            let parsed = parse(Path::new("s.jsonl"), &rows.join("\n"), false).unwrap();
+            parsed.conversations[0].turns.iter().map(|t| (t.user.clone(), t.assistant.clone())).collect()
+        };
+        assert_eq!(turns(&head), [("one".to_string(), "two".to_string())]);
+        let full = [&head[..], &[row("u2", r#""a1""#, "user", "three")]].concat();
+        assert_eq!(
+            turns(&full),
+            [("one".to_string(), "two".to_string()), ("three".to_string(), "four".to_string())]
+        );
     }
 
     /// A tree that cannot be followed is read in file order: a parent the file lacks, a cycle.
