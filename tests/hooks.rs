@@ -860,7 +860,9 @@ fn r50_install_from_a_binary_under_another_name() -> TestResult {
 }
 
 /// Issue 50, items 3, 4 and 7: a resume gives back the request that was never answered; what
-/// the resume gave is not given again by the prompt after it, nor by a compaction after that.
+/// the resume gave is not given again by the prompt after it. A compaction rebuilds the model's
+/// window without it, so its recovery gives the requests back (even those the resume gave), and
+/// the prompt after the compaction repeats nothing the recovery gave.
 #[test]
 fn r50_a_resume_gives_the_unanswered_request_and_nothing_twice() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -891,16 +893,38 @@ fn r50_a_resume_gives_the_unanswered_request_and_nothing_twice() -> TestResult {
     if let Some(text) = context(&run, "UserPromptSubmit")? {
         assert!(!text.contains(ANSWER), "a turn given on resume was given again:\n{text}");
     }
-    // A compaction after that: the requests were given, and are not listed again.
+    // A compaction after that: what the resume gave is gone from the window, and the recovery
+    // gives the requests back, in order, with the turn that bears on them.
     transcript.record("assistant", "Every 15 seconds is enough: the lock lives 45.")?;
     let compact = transcript.event("SessionStart", json!({ "source": "compact" }));
-    let run = hook(&db, "claude-code", &bytes(&compact), &[])?;
-    if let Some(text) = context(&run, "SessionStart")? {
-        for (user, _) in TURNS {
-            assert!(!text.contains(user), "{user:?} was listed again:\n{text}");
-        }
-        assert!(!text.contains(ANSWER), "{text}");
+    let recovered = expect_context(&hook(&db, "claude-code", &bytes(&compact), &[])?, "SessionStart")?;
+    let mut at = 0;
+    for user in TURNS.iter().map(|(u, _)| *u).chain([unanswered]) {
+        at += recovered[at..]
+            .find(user)
+            .ok_or_else(|| format!("{user:?} missing or out of order after the compaction:\n{recovered}"))?
+            + user.len();
     }
+    assert!(!recovered.contains("given earlier"), "nothing is held back as given:\n{recovered}");
+    assert_eq!(recovered.matches("the user's requests").count(), 1, "{recovered}");
+    let replies: Vec<&str> = recovered.lines().filter(|l| l.starts_with("Assistant: ")).collect();
+    assert!(!replies.is_empty(), "the turns that bear on the latest request:\n{recovered}");
+    // The prompt after the compaction, in the same window: neither the requests list nor the
+    // turn the recovery gave comes again.
+    let again = "And the Redis lock of the nightly job: which expiry did we settle on?";
+    transcript.record("user", again)?;
+    let prompt = transcript.event("UserPromptSubmit", json!({ "prompt": again }));
+    let run = hook(&db, "claude-code", &bytes(&prompt), &[])?;
+    if let Some(text) = context(&run, "UserPromptSubmit")? {
+        assert!(!text.contains("the user's requests"), "the requests list came twice:\n{text}");
+        for reply in &replies {
+            assert!(!text.contains(reply), "a turn the recovery gave was given again:\n{text}");
+        }
+    }
+    // What held them back is the record: without it, the same prompt is given the turn again.
+    std::fs::remove_dir_all(dir.path().join("hook-given"))?;
+    let text = expect_context(&hook(&db, "claude-code", &bytes(&prompt), &[])?, "UserPromptSubmit")?;
+    assert!(replies.iter().any(|r| text.contains(r)), "{replies:?} not in:\n{text}");
     // Another agent session (a clear starts one) is given what it needs afresh.
     let mut cleared = transcript.event("SessionStart", json!({ "source": "clear" }));
     cleared["session_id"] = json!("3f6a2b1c-0000-4000-8000-0000000000f2");

@@ -176,23 +176,32 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     }
     match receiver.recv_timeout(deadline) {
         Ok((_, Ok(None))) => {}
-        Ok((Some(event), Ok(Some((context, given))))) => match print_context(&event, &context) {
-            Err(e) => report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}")),
-            // Once given, the context is on the session's record (a failure to write it
-            // only means the next event may give some of it again).
-            Ok(()) => {
-                if let Err(e) = given.save() {
-                    report(
-                        log.as_deref(),
-                        agent,
-                        Some(&event),
-                        &format!("cannot record the context given: {e}"),
-                    );
+        Ok((Some(event), Ok(Some((context, given))))) => {
+            let printed = match &context {
+                Some(context) => print_context(&event, context),
+                None => Ok(()),
+            };
+            match printed {
+                Err(e) => {
+                    report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}"))
+                }
+                // Once given, the context is on the session's record, and with no context a
+                // compaction's clearing of it is (a failure to write it only means the next
+                // event may give some of it again, or hold back some of it).
+                Ok(()) => {
+                    if let Err(e) = given.save() {
+                        report(
+                            log.as_deref(),
+                            agent,
+                            Some(&event),
+                            &format!("cannot record the context given: {e}"),
+                        );
+                    }
                 }
             }
-        },
+        }
         Ok((event, Ok(Some(_)))) => {
-            report(log.as_deref(), agent, event.as_deref(), "context without an event")
+            report(log.as_deref(), agent, event.as_deref(), "a record without an event")
         }
         Ok((event, Err(err))) => {
             let err = match err.downcast::<ctxgate::Error>() {
@@ -226,14 +235,14 @@ struct Setup {
 /// The directory of the hooks' records of what each agent session was given.
 const GIVEN_DIR: &str = "hook-given";
 
-/// Reads the event, opens the index and handles the event: the context, with the session's
-/// record of what it was given.
+/// Reads the event, opens the index and handles the event: the context (if any), with the
+/// session's record of what it was given, to save; `None` for an event ctxgate does not handle.
 fn work(
     db: &Path,
     agent: Agent,
     setup: Setup,
     event_name: &mut Option<String>,
-) -> anyhow::Result<Option<(Context, Given)>> {
+) -> anyhow::Result<Option<(Option<Context>, Given)>> {
     let Setup { threads, evidence_root, deadline, budget, tokenizer } = setup;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
@@ -255,7 +264,7 @@ fn work(
         None => Given::in_memory(),
     };
     let context = ctxgate::hook::handle(&gatekeeper, agent, &event, budget, &mut given)?;
-    Ok(context.map(|c| (c, given)))
+    Ok(Some((context, given)))
 }
 
 /// Prints the context as the agent reads it ([`ctxgate::hook::output`]); nothing for an event

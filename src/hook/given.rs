@@ -1,6 +1,8 @@
 //! What the hooks already handed one agent session, so that no event gives it again: a resume's
 //! `SessionStart` and the prompt after it, or a compaction after a resume, would otherwise put
-//! the same turn or request into one model request twice (issue 50, items 4 and 7).
+//! the same turn or request into one model request twice (issue 50, items 4 and 7). A
+//! compaction rebuilds the model's window without what was given before it: its recovery
+//! [`Given::clear`]s the record first, so it can give that again, and records what it gives.
 //!
 //! One small file per agent session id in a directory beside the index (`hook-given/`): one
 //! key per line, a hash of what was given (a turn of a session, a request's text). Bounded: a
@@ -25,8 +27,8 @@ pub struct Given {
     path: Option<PathBuf>,
     keys: Vec<u64>,
     set: HashSet<u64>,
-    /// Keys added since the load.
-    added: usize,
+    /// Whether the record changed since the load (a key added, or the record cleared).
+    changed: bool,
 }
 
 impl Given {
@@ -39,7 +41,7 @@ impl Given {
             .map(|text| text.lines().filter_map(|l| u64::from_str_radix(l.trim(), 16).ok()).collect())
             .unwrap_or_default();
         let set = keys.iter().copied().collect();
-        Given { path: Some(path), keys, set, added: 0 }
+        Given { path: Some(path), keys, set, changed: false }
     }
 
     /// A record kept in memory only.
@@ -56,18 +58,28 @@ impl Given {
     pub(crate) fn add(&mut self, key: u64) {
         if self.set.insert(key) {
             self.keys.push(key);
-            self.added += 1;
+            self.changed = true;
         }
     }
 
-    /// Writes the record if anything was added: a temporary file renamed over it, so that a
+    /// Forgets everything given: the agent rebuilt the model's window (a compaction), so what
+    /// was given before is no longer in front of the model.
+    pub(crate) fn clear(&mut self) {
+        if !self.keys.is_empty() {
+            self.keys.clear();
+            self.set.clear();
+            self.changed = true;
+        }
+    }
+
+    /// Writes the record if it changed: a temporary file renamed over it, so that a
     /// hook of the same session never reads half of one; then the directory's oldest records
     /// past [`MAX_SESSIONS`] go.
     ///
     /// # Errors
     /// A directory or file that cannot be created or written.
     pub fn save(&self) -> std::io::Result<()> {
-        let Some(path) = self.path.as_deref().filter(|_| self.added > 0) else { return Ok(()) };
+        let Some(path) = self.path.as_deref().filter(|_| self.changed) else { return Ok(()) };
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let keep = &self.keys[self.keys.len().saturating_sub(MAX_KEYS)..];
@@ -131,6 +143,26 @@ mod tests {
         assert!(!again.has(turn_key("p#s1", 0)), "the oldest keys go past MAX_KEYS");
         assert!(!Given::load(dir.path(), "s2").has(turn_key("p#s1", 5000)), "another session's record");
         assert_ne!(request_key("p#s1", "a"), turn_key("p#s1", 0));
+    }
+
+    #[test]
+    fn a_cleared_record_is_saved_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut given = Given::load(dir.path(), "s1");
+        given.add(request_key("p#s1", "a"));
+        given.save().unwrap();
+        let mut again = Given::load(dir.path(), "s1");
+        again.clear();
+        assert!(!again.has(request_key("p#s1", "a")));
+        again.add(turn_key("p#s1", 1));
+        again.save().unwrap();
+        let last = Given::load(dir.path(), "s1");
+        assert!(!last.has(request_key("p#s1", "a")), "the clear was saved");
+        assert!(last.has(turn_key("p#s1", 1)), "what was given after it was saved");
+        let mut empty = Given::load(dir.path(), "s1");
+        empty.clear();
+        empty.save().unwrap();
+        assert!(!Given::load(dir.path(), "s1").has(turn_key("p#s1", 1)), "a clear alone is saved");
     }
 
     #[test]

@@ -134,7 +134,8 @@ fn action(event: &Event) -> Action {
 /// Runs `event` against the index: imports the transcript if the event calls for it and
 /// returns the context to hand the agent, if any: none of what `given` says the agent session
 /// was handed before, and `given` notes what it is handed now (the caller saves it once the
-/// context is out).
+/// context is out, or at once when there is none). A compaction clears `given` first: the
+/// agent rebuilt the model's window without what was given before.
 ///
 /// # Errors
 /// Errors of the index, a transcript that cannot be read or parsed, a session name the index
@@ -177,7 +178,14 @@ pub fn handle(
             Some(prompt) => context::for_prompt(gatekeeper, &name, prompt, budget, given),
             None => Ok(None),
         },
-        Action::Recover => context::recovery(gatekeeper, &name, budget, pending.as_deref(), given),
+        Action::Recover => {
+            // A compaction rebuilt the model's window: what the hooks gave before it is gone
+            // from it, and the recovery gives it back (then records what it gave).
+            if event.source.as_deref() == Some("compact") {
+                given.clear();
+            }
+            context::recovery(gatekeeper, &name, budget, pending.as_deref(), given)
+        }
         Action::Import | Action::Nothing => Ok(None),
     }
 }
