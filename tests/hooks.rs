@@ -367,11 +367,12 @@ fn tool_results_become_evidence_on_stop_not_on_the_prompt() -> TestResult {
 fn after_compact_the_requests_come_back_in_order() -> TestResult {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("index.redb");
-    let mut transcript = ClaudeTranscript::new(dir.path(), "5b7c-compact", PROJECT);
-    for (user, assistant) in TURNS {
-        transcript.turn(user, assistant)?;
-    }
+    // One agent session each: a session is not given the same requests twice.
     for source in ["compact", "resume"] {
+        let mut transcript = ClaudeTranscript::new(dir.path(), &format!("5b7c-{source}"), PROJECT);
+        for (user, assistant) in TURNS {
+            transcript.turn(user, assistant)?;
+        }
         let event = transcript.event("SessionStart", json!({ "source": source }));
         let text = expect_context(
             &hook(&db, "claude-code", &bytes(&event), &["--budget", "4000"])?,
@@ -388,6 +389,7 @@ fn after_compact_the_requests_come_back_in_order() -> TestResult {
         assert!(text.contains("every import is updated"), "{source}:\n{text}");
     }
     // A fresh start gets nothing.
+    let transcript = ClaudeTranscript::new(dir.path(), "5b7c-startup", PROJECT);
     let event = transcript.event("SessionStart", json!({ "source": "startup" }));
     assert_eq!(context(&hook(&db, "claude-code", &bytes(&event), &[])?, "SessionStart")?, None);
     Ok(())
@@ -478,18 +480,55 @@ fn codex_prompt_and_post_compact() -> TestResult {
     assert_eq!(context(&run, "Stop")?, None);
     assert_eq!(turn_counts(&db)?, [(name, 6)]);
 
-    let run = hook(
-        &db,
-        "codex",
-        &bytes(&rollout.event("PostCompact", json!({ "trigger": "auto" }))),
-        &["--budget", "4000"],
-    )?;
-    let text = expect_context(&run, "PostCompact")?;
+    // Issue 50, item 6: Codex fails a PostCompact hook whose output has `hookSpecificOutput`
+    // (its schema takes none): PostCompact imports and prints nothing; the SessionStart of
+    // source `compact` that follows gives the requests back.
+    let post = fixture_event("codex/post-compact.json", &rollout.session, &rollout.path)?;
+    let run = hook(&db, "codex", &bytes(&post), &["--budget", "4000"])?;
+    assert_eq!(run.run.code, Some(0), "{:#?}", run.run);
+    assert_eq!(run.run.stdout, "", "PostCompact output must be empty for Codex");
+    let start = rollout.event("SessionStart", json!({ "source": "compact" }));
+    let run = hook(&db, "codex", &bytes(&start), &["--budget", "4000"])?;
+    let text = expect_context(&run, "SessionStart")?;
     let mut at = 0;
     for user in TURNS.iter().map(|(u, _)| *u).chain([PROMPT]) {
         at += text[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{text}"))?
             + user.len();
     }
+    Ok(())
+}
+
+/// A recorded hook payload of fixtures/hooks/ with its session and transcript replaced.
+fn fixture_event(name: &str, session: &str, transcript: &Path) -> Result<Value, Box<dyn std::error::Error>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/hooks").join(name);
+    let mut event: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    event["session_id"] = json!(session);
+    event["transcript_path"] = json!(transcript);
+    event["cwd"] = json!(PROJECT);
+    Ok(event)
+}
+
+/// Issue 50, item 1: Claude Code writes a new session's transcript after the first
+/// `UserPromptSubmit` has run; the hook reads a missing transcript as an empty one and gives
+/// the project's other sessions.
+#[test]
+fn r50_a_new_session_without_its_transcript_gets_other_sessions() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut earlier = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-0000000000e1", PROJECT);
+    for (user, assistant) in TURNS {
+        earlier.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&earlier.event("Stop", json!({}))), &[])?;
+    let new_session = "3f6a2b1c-0000-4000-8000-0000000000e2";
+    let missing = dir.path().join(format!("{new_session}.jsonl"));
+    let event = fixture_event("claude-code/user-prompt-submit-new-session.json", new_session, &missing)?;
+    assert_eq!(event["prompt"], PROMPT, "the fixture's prompt");
+    let run = hook(&db, "claude-code", &bytes(&event), &[])?;
+    let text = expect_context(&run, "UserPromptSubmit")?;
+    assert!(text.contains(ANSWER), "{text}");
+    assert!(text.contains("other sessions of this project"), "{text}");
+    assert!(!run.run.stderr.contains("cannot read"), "{}", run.run.stderr);
     Ok(())
 }
 
@@ -541,9 +580,12 @@ fn failures_give_no_context_exit_0_and_a_message() -> TestResult {
     let log = std::fs::read_to_string(dir.path().join("hook.log"))?;
     assert_eq!(log.lines().filter(|l| l.contains("invalid hook event")).count(), 3, "{log}");
 
-    let mut missing = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
-    missing["transcript_path"] = json!(dir.path().join("gone.jsonl"));
-    expect_quiet_failure(&hook(&db, "claude-code", &bytes(&missing), &args)?, deadline, "gone.jsonl")?;
+    // A missing transcript is an empty one (r50_a_new_session_without_its_transcript_gets_other_sessions);
+    // one that is not a transcript fails quietly.
+    let mut bad = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
+    std::fs::write(dir.path().join("bad.jsonl"), "{not a transcript\n")?;
+    bad["transcript_path"] = json!(dir.path().join("bad.jsonl"));
+    expect_quiet_failure(&hook(&db, "claude-code", &bytes(&bad), &args)?, deadline, "bad.jsonl")?;
 
     let broken = dir.path().join("broken.redb");
     std::fs::write(&broken, vec![0xA5u8; 64 * 1024])?;
@@ -776,5 +818,237 @@ fn install_for_the_user_and_for_codex() -> TestResult {
     assert_eq!(run.code, Some(1), "{run:#?}");
     assert!(run.stderr.contains("not valid JSON"), "{}", run.stderr);
     assert_eq!(std::fs::read_to_string(home.join(".codex/hooks.json"))?, "{ broken");
+    Ok(())
+}
+
+/// Issue 50, item 10: installed from a binary under another name (a copy, a hard link), the
+/// install adds its handlers once and the uninstall finds them.
+#[test]
+fn r50_install_from_a_binary_under_another_name() -> TestResult {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))?;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let renamed = dir.path().join("ctxg-dev");
+    let original = Path::new(env!("CARGO_BIN_EXE_ctxgate"));
+    if std::fs::hard_link(original, &renamed).is_err() {
+        std::fs::copy(original, &renamed)?;
+    }
+    let db = dir.path().join("index.redb");
+    let run = |args: &[&str]| -> Result<Run, Box<dyn std::error::Error>> {
+        let output = std::process::Command::new(&renamed)
+            .arg("--db")
+            .arg(&db)
+            .arg("hook")
+            .args(args)
+            .env("HOME", &home)
+            .current_dir(dir.path())
+            .output()?;
+        Ok(Run::from_output(output))
+    };
+    run(&["install", "codex"])?.ok()?;
+    let again = run(&["install", "codex"])?.ok()?;
+    assert!(again.stdout.contains("already"), "{}", again.stdout);
+    let codex: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".codex/hooks.json"))?)?;
+    for event in ["UserPromptSubmit", "SessionStart", "PostCompact", "Stop"] {
+        assert_eq!(commands(&codex, event).len(), 1, "{event}: {codex:#}");
+    }
+    let removed = run(&["uninstall", "codex"])?.ok()?;
+    assert!(removed.stdout.contains("removed UserPromptSubmit"), "{}", removed.stdout);
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(home.join(".codex/hooks.json"))?)?;
+    assert_eq!(after, json!({}), "{after:#}");
+    Ok(())
+}
+
+/// Issue 50, items 3, 4 and 7: a resume gives back the request that was never answered; what
+/// the resume gave is not given again by the prompt after it. A compaction rebuilds the model's
+/// window without it, so its recovery gives the requests back (even those the resume gave), and
+/// the prompt after the compaction repeats nothing the recovery gave.
+#[test]
+fn r50_a_resume_gives_the_unanswered_request_and_nothing_twice() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut transcript = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-0000000000f1", PROJECT);
+    for (user, assistant) in TURNS {
+        transcript.turn(user, assistant)?;
+    }
+    hook(&db, "claude-code", &bytes(&transcript.event("Stop", json!({}))), &[])?;
+    // The session ended before this request had its reply.
+    let unanswered =
+        "Should the heartbeat that renews the Redis lock of the nightly job run every 10 seconds?";
+    transcript.record("user", unanswered)?;
+    let resume = transcript.event("SessionStart", json!({ "source": "resume" }));
+    let start = expect_context(&hook(&db, "claude-code", &bytes(&resume), &[])?, "SessionStart")?;
+    let mut at = 0;
+    for user in TURNS.iter().map(|(u, _)| *u).chain([unanswered]) {
+        at += start[at..].find(user).ok_or_else(|| format!("{user:?} missing or out of order:\n{start}"))?
+            + user.len();
+    }
+    assert!(start.contains("not answered yet"), "{start}");
+    assert!(start.contains(ANSWER), "the turn that bears on the latest request:\n{start}");
+
+    // The first prompt after the resume: the Redis turn went into this session already.
+    transcript.record("user", PROMPT)?;
+    let prompt = transcript.event("UserPromptSubmit", json!({ "prompt": PROMPT }));
+    let run = hook(&db, "claude-code", &bytes(&prompt), &[])?;
+    if let Some(text) = context(&run, "UserPromptSubmit")? {
+        assert!(!text.contains(ANSWER), "a turn given on resume was given again:\n{text}");
+    }
+    // A compaction after that: what the resume gave is gone from the window, and the recovery
+    // gives the requests back, in order, with the turn that bears on them.
+    transcript.record("assistant", "Every 15 seconds is enough: the lock lives 45.")?;
+    let compact = transcript.event("SessionStart", json!({ "source": "compact" }));
+    let recovered = expect_context(&hook(&db, "claude-code", &bytes(&compact), &[])?, "SessionStart")?;
+    let mut at = 0;
+    for user in TURNS.iter().map(|(u, _)| *u).chain([unanswered]) {
+        at += recovered[at..]
+            .find(user)
+            .ok_or_else(|| format!("{user:?} missing or out of order after the compaction:\n{recovered}"))?
+            + user.len();
+    }
+    assert!(!recovered.contains("given earlier"), "nothing is held back as given:\n{recovered}");
+    assert_eq!(recovered.matches("the user's requests").count(), 1, "{recovered}");
+    let replies: Vec<&str> = recovered.lines().filter(|l| l.starts_with("Assistant: ")).collect();
+    assert!(!replies.is_empty(), "the turns that bear on the latest request:\n{recovered}");
+    // The prompt after the compaction, in the same window: neither the requests list nor the
+    // turn the recovery gave comes again.
+    let again = "And the Redis lock of the nightly job: which expiry did we settle on?";
+    transcript.record("user", again)?;
+    let prompt = transcript.event("UserPromptSubmit", json!({ "prompt": again }));
+    let run = hook(&db, "claude-code", &bytes(&prompt), &[])?;
+    if let Some(text) = context(&run, "UserPromptSubmit")? {
+        assert!(!text.contains("the user's requests"), "the requests list came twice:\n{text}");
+        for reply in &replies {
+            assert!(!text.contains(reply), "a turn the recovery gave was given again:\n{text}");
+        }
+    }
+    // What held them back is the record: without it, the same prompt is given the turn again.
+    std::fs::remove_dir_all(dir.path().join("hook-given"))?;
+    let text = expect_context(&hook(&db, "claude-code", &bytes(&prompt), &[])?, "UserPromptSubmit")?;
+    assert!(replies.iter().any(|r| text.contains(r)), "{replies:?} not in:\n{text}");
+    // Another agent session (a clear starts one) is given what it needs afresh.
+    let mut cleared = transcript.event("SessionStart", json!({ "source": "clear" }));
+    cleared["session_id"] = json!("3f6a2b1c-0000-4000-8000-0000000000f2");
+    cleared["transcript_path"] = json!(dir.path().join("3f6a2b1c-0000-4000-8000-0000000000f2.jsonl"));
+    let text = expect_context(&hook(&db, "claude-code", &bytes(&cleared), &[])?, "SessionStart")?;
+    assert!(text.contains(TURNS[0].0), "{text}");
+    Ok(())
+}
+
+/// Issue 50, item 5: `hook install codex` says what Codex needs before a hook runs, and `hook
+/// doctor` tells whether the hooks are installed and trusted.
+#[test]
+fn r50_doctor_tells_whether_the_hooks_will_run() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let db = dir.path().join("index.redb");
+    let doctor = |agent: &str| -> Result<Run, Box<dyn std::error::Error>> {
+        let output = ctxgate()
+            .arg("--db")
+            .arg(&db)
+            .args(["hook", "doctor", agent])
+            .env("HOME", &home)
+            .env_remove("CODEX_HOME")
+            .current_dir(dir.path())
+            .output()?;
+        Ok(Run::from_output(output))
+    };
+    let none = doctor("claude-code")?;
+    assert_eq!(none.code, Some(1), "{none:#?}");
+    assert!(none.stdout.contains("UserPromptSubmit: not installed"), "{}", none.stdout);
+
+    let installed = settings_cmd(&db, &home, dir.path(), &["install", "codex"])?.ok()?;
+    let notes: Vec<&str> = installed.stdout.lines().filter(|l| l.contains("Hooks need review")).collect();
+    assert_eq!(notes.len(), 1, "one line on trust: {}", installed.stdout);
+    assert!(notes[0].contains("codex exec"), "{}", notes[0]);
+
+    let untrusted = doctor("codex")?;
+    assert_eq!(untrusted.code, Some(1), "{untrusted:#?}");
+    assert_eq!(untrusted.stdout.matches("not trusted").count(), 4, "{}", untrusted.stdout);
+
+    // Trusted the way Codex records it: a `trusted_hash` per hook in ~/.codex/config.toml.
+    let hooks_file = home.join(".codex/hooks.json");
+    let mut config = String::from("model = \"gpt-5.1-codex\"\n");
+    for event in ["user_prompt_submit", "session_start", "post_compact", "stop"] {
+        config.push_str(&format!(
+            "\n[hooks.state.\"{}:{event}:0:0\"]\ntrusted_hash = \"sha256:0123\"\n",
+            hooks_file.display()
+        ));
+    }
+    std::fs::write(home.join(".codex/config.toml"), &config)?;
+    let trusted = doctor("codex")?;
+    assert_eq!(trusted.code, Some(0), "{trusted:#?}");
+    assert!(trusted.stdout.contains("Codex will run them"), "{}", trusted.stdout);
+    assert!(!trusted.stdout.contains("not trusted"), "{}", trusted.stdout);
+    Ok(())
+}
+
+/// A session's turns as (user, assistant), from `show --json`.
+fn stored_turns(db: &Path, session: &str) -> Result<Vec<(String, String)>, Box<dyn std::error::Error>> {
+    let run = common::run_at(db, ["--json", "show", "-s", session])?.ok()?;
+    let doc: Value = serde_json::from_str(&run.stdout)?;
+    let turns = doc["turns"].as_array().ok_or("no turns array")?;
+    Ok(turns
+        .iter()
+        .map(|t| {
+            let side = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+            (side("user"), side("assistant"))
+        })
+        .collect())
+}
+
+/// Issue 50, item 2, through the hooks: Claude Code writes a reply before the prompt it
+/// answers; the imports in between (each resumed from the last) store the turns the
+/// `parentUuid` chain says, the same as one import of the finished file.
+#[test]
+fn r50_a_reply_written_before_its_prompt_is_paired_with_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let session = "7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f";
+    let path = dir.path().join(format!("{session}.jsonl"));
+    let line = |n: u32, parent: Option<u32>, role: &str, text: &str| {
+        let message = match role {
+            "user" => json!({ "role": "user", "content": text }),
+            _ => {
+                json!({ "role": "assistant", "model": "claude-sonnet-4-5", "content": [{ "type": "text", "text": text }] })
+            }
+        };
+        json!({
+            "parentUuid": parent.map(|p| format!("00000000-0000-4000-8000-{p:012}")),
+            "isSidechain": false, "userType": "external", "cwd": PROJECT, "sessionId": session,
+            "version": "2.1.197", "type": role, "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            "timestamp": format!("2026-11-20T09:00:{n:02}.000Z"), "message": message,
+        })
+    };
+    let stop = json!({
+        "session_id": session, "transcript_path": path, "cwd": PROJECT, "hook_event_name": "Stop",
+    });
+    let name = format!("{PROJECT}#{session}");
+    let steps: [&[Value]; 4] = [
+        &[line(1, None, "user", TURNS[0].0), line(2, Some(1), "assistant", TURNS[0].1)],
+        // The reply comes first; its prompt (record 3) is not in the file yet.
+        &[line(4, Some(3), "assistant", TURNS[1].1)],
+        &[line(3, Some(2), "user", TURNS[1].0)],
+        &[line(5, Some(4), "user", TURNS[2].0), line(6, Some(5), "assistant", TURNS[2].1)],
+    ];
+    let expected: Vec<(String, String)> =
+        TURNS[..3].iter().map(|(u, a)| (u.to_string(), a.to_string())).collect();
+    let stored_after = [1, 1, 2, 3];
+    for (records, count) in steps.iter().zip(stored_after) {
+        for record in *records {
+            append_line(&path, record)?;
+        }
+        let run = hook(&db, "claude-code", &bytes(&stop), &[])?;
+        assert_eq!(run.run.code, Some(0), "{:#?}", run.run);
+        assert!(run.run.stderr.is_empty(), "{}", run.run.stderr);
+        assert_eq!(stored_turns(&db, &name)?, expected[..count], "after {count} turns");
+    }
+    let whole = dir.path().join("whole.redb");
+    common::run_at(
+        &whole,
+        [Path::new("import").as_os_str(), "--format".as_ref(), "claude-code".as_ref(), path.as_os_str()],
+    )?
+    .ok()?;
+    assert_eq!(stored_turns(&whole, session)?, expected, "one import of the finished file");
     Ok(())
 }

@@ -8,7 +8,7 @@
 use super::Global;
 use anyhow::Context as _;
 use ctxgate::hook::install::{self, Scope};
-use ctxgate::hook::{Agent, Context, Event, HOOK_TOKEN_BUDGET};
+use ctxgate::hook::{Agent, Context, Event, Given, HOOK_TOKEN_BUDGET};
 use ctxgate::{Gatekeeper, Options};
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -37,6 +37,22 @@ enum HookCommand {
     Install(InstallArgs),
     /// Remove ctxgate's hooks from the agent's settings (only ctxgate's; a backup is kept)
     Uninstall(InstallArgs),
+    /// Tell whether the agent will run ctxgate's hooks: installed, the program there, and for
+    /// Codex whether each is trusted (exit 1 when they will not all run)
+    Doctor(DoctorArgs),
+}
+
+#[derive(clap::Args)]
+struct DoctorArgs {
+    /// The agent
+    #[arg(value_enum)]
+    agent: AgentArg,
+    /// The project's settings (in the working directory)
+    #[arg(long, conflicts_with = "user")]
+    project: bool,
+    /// The user's settings, for every project (the default)
+    #[arg(long)]
+    user: bool,
 }
 
 #[derive(clap::Args)]
@@ -96,6 +112,7 @@ pub fn run(global: &Global, args: Args) -> anyhow::Result<()> {
         }
         HookCommand::Install(args) => change_settings(global, &args, true),
         HookCommand::Uninstall(args) => change_settings(global, &args, false),
+        HookCommand::Doctor(args) => doctor(&args),
     }
 }
 
@@ -159,13 +176,32 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     }
     match receiver.recv_timeout(deadline) {
         Ok((_, Ok(None))) => {}
-        Ok((Some(event), Ok(Some(context)))) => {
-            if let Err(e) = print_context(&event, &context) {
-                report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}"));
+        Ok((Some(event), Ok(Some((context, given))))) => {
+            let printed = match &context {
+                Some(context) => print_context(&event, context),
+                None => Ok(()),
+            };
+            match printed {
+                Err(e) => {
+                    report(log.as_deref(), agent, Some(&event), &format!("cannot print the context: {e}"))
+                }
+                // Once given, the context is on the session's record, and with no context a
+                // compaction's clearing of it is (a failure to write it only means the next
+                // event may give some of it again, or hold back some of it).
+                Ok(()) => {
+                    if let Err(e) = given.save() {
+                        report(
+                            log.as_deref(),
+                            agent,
+                            Some(&event),
+                            &format!("cannot record the context given: {e}"),
+                        );
+                    }
+                }
             }
         }
         Ok((event, Ok(Some(_)))) => {
-            report(log.as_deref(), agent, event.as_deref(), "context without an event")
+            report(log.as_deref(), agent, event.as_deref(), "a record without an event")
         }
         Ok((event, Err(err))) => {
             let err = match err.downcast::<ctxgate::Error>() {
@@ -196,13 +232,17 @@ struct Setup {
     tokenizer: ctxgate::tokens::Tokenizer,
 }
 
-/// Reads the event, opens the index and handles the event.
+/// The directory of the hooks' records of what each agent session was given.
+const GIVEN_DIR: &str = "hook-given";
+
+/// Reads the event, opens the index and handles the event: the context (if any), with the
+/// session's record of what it was given, to save; `None` for an event ctxgate does not handle.
 fn work(
     db: &Path,
     agent: Agent,
     setup: Setup,
     event_name: &mut Option<String>,
-) -> anyhow::Result<Option<Context>> {
+) -> anyhow::Result<Option<(Option<Context>, Given)>> {
     let Setup { threads, evidence_root, deadline, budget, tokenizer } = setup;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
@@ -219,18 +259,18 @@ fn work(
     let options =
         Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, tokenizer, ..Options::default() };
     let gatekeeper = Gatekeeper::open(db, options)?;
-    Ok(ctxgate::hook::handle(&gatekeeper, agent, &event, budget)?)
+    let mut given = match db.parent() {
+        Some(dir) => Given::load(&dir.join(GIVEN_DIR), &event.session_id),
+        None => Given::in_memory(),
+    };
+    let context = ctxgate::hook::handle(&gatekeeper, agent, &event, budget, &mut given)?;
+    Ok(Some((context, given)))
 }
 
-/// Prints the context as the agent reads it: JSON with `hookSpecificOutput.additionalContext`
-/// (both agents document it for the events ctxgate answers).
+/// Prints the context as the agent reads it ([`ctxgate::hook::output`]); nothing for an event
+/// whose output takes none.
 fn print_context(event: &str, context: &Context) -> std::io::Result<()> {
-    let document = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": event,
-            "additionalContext": context.text,
-        }
-    });
+    let Some(document) = ctxgate::hook::output(event, context) else { return Ok(()) };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &document)?;
     writeln!(out)?;
@@ -302,9 +342,8 @@ fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow
         out.push_str(&format!("backup of the file as it was: {}\n", backup.display()));
     }
     if install && agent == Agent::Codex {
-        out.push_str(
-            "Codex runs hooks only with the hooks feature on: if yours predates hooks on by default, set\n  [features]\n  codex_hooks = true\nin ~/.codex/config.toml\n",
-        );
+        out.push_str(CODEX_TRUST_NOTE);
+        out.push('\n');
     }
     if install {
         out.push_str(&format!(
@@ -314,6 +353,98 @@ fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow
         ));
     }
     super::output::print_text(&out)
+}
+
+/// What a Codex user must do once after an install, in one line.
+const CODEX_TRUST_NOTE: &str = "Codex runs new or changed hooks only once you trust them: start `codex` in a terminal and trust them at \"Hooks need review\" (or in /hooks); `codex exec` skips untrusted hooks without a word. Check with: ctxgate hook doctor codex";
+
+/// The program a hook command runs: its first shell word, unquoted.
+fn program_of(command: &str) -> PathBuf {
+    let command = command.trim_start();
+    match command.strip_prefix('\'') {
+        Some(rest) => PathBuf::from(rest.split('\'').next().unwrap_or_default()),
+        None => PathBuf::from(command.split_whitespace().next().unwrap_or_default()),
+    }
+}
+
+/// Codex's home: `$CODEX_HOME`, else `~/.codex`.
+fn codex_home(home: &Path) -> PathBuf {
+    std::env::var_os("CODEX_HOME")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home.join(".codex"), PathBuf::from)
+}
+
+fn doctor(args: &DoctorArgs) -> anyhow::Result<()> {
+    use ctxgate::hook::install::Trust;
+    let agent = Agent::from(args.agent);
+    let scope = if args.project { Scope::Project } else { Scope::User };
+    let home = directories::BaseDirs::new()
+        .map(|d| d.home_dir().to_path_buf())
+        .context("cannot find the home directory: use --project in the project's directory")?;
+    let project = std::env::current_dir().context("cannot read the working directory")?;
+    let path = absolute(&install::settings_path(agent, scope, &home, &project))?;
+    let found = install::find(agent, &path)?;
+    let config = codex_home(&home).join("config.toml");
+    let config_text = match agent {
+        Agent::Codex => std::fs::read_to_string(&config).ok(),
+        Agent::ClaudeCode => None,
+    };
+    let mut out = format!("ctxgate's {} hooks in {}:\n", agent.name(), path.display());
+    let mut problems = 0;
+    let mut programs: Vec<PathBuf> = Vec::new();
+    for (event, found) in &found {
+        let Some(found) = found else {
+            problems += 1;
+            out.push_str(&format!("  {event}: not installed (ctxgate hook install {})\n", agent.name()));
+            continue;
+        };
+        let program = program_of(&found.command);
+        if !programs.contains(&program) {
+            programs.push(program);
+        }
+        let trust = match (agent, &config_text) {
+            (Agent::ClaudeCode, _) => String::new(),
+            (Agent::Codex, None) => {
+                problems += 1;
+                format!(", not trusted ({} has no trust recorded: Codex asks \"Hooks need review\")", config.display())
+            }
+            (Agent::Codex, Some(text)) => match install::codex_trust(text, &install::codex_state_key(&path, found)) {
+                Trust::TrustedOnce => ", trusted (Codex keeps a hash of the hook it trusted; whether it is this command's cannot be checked here: after a change Codex asks again)".to_string(),
+                Trust::Untrusted => {
+                    problems += 1;
+                    ", not trusted yet: Codex will not run it until you trust it".to_string()
+                }
+                Trust::Disabled => {
+                    problems += 1;
+                    ", turned off in Codex (enabled = false): turn it on in /hooks".to_string()
+                }
+            },
+        };
+        out.push_str(&format!("  {event}: installed{trust}\n"));
+    }
+    for program in &programs {
+        if !program.is_file() {
+            problems += 1;
+            out.push_str(&format!(
+                "  the hooks' program {} is not there: install again\n",
+                program.display()
+            ));
+        }
+    }
+    match agent {
+        Agent::Codex if problems > 0 => out.push_str(CODEX_TRUST_NOTE),
+        Agent::Codex => out.push_str("Codex will run them."),
+        Agent::ClaudeCode if problems == 0 => out.push_str(
+            "Claude Code will run them (it reads hooks when a session starts: a running session may need /hooks to see a change).",
+        ),
+        Agent::ClaudeCode => {}
+    }
+    out.push('\n');
+    super::output::print_text(&out)?;
+    if problems > 0 {
+        anyhow::bail!("{problems} of ctxgate's {} hooks will not run as they are", agent.name());
+    }
+    Ok(())
 }
 
 fn absolute(path: &Path) -> anyhow::Result<PathBuf> {

@@ -2,6 +2,7 @@
 //! project's other sessions, or, after a compaction, a resume or a clear, the session's
 //! requests in order with the selection for the latest one.
 
+use super::given::{Given, request_key, turn_key};
 use super::project_of;
 use crate::error::Result;
 use crate::gatekeeper::{Gatekeeper, SessionInfo};
@@ -17,6 +18,9 @@ const SEARCH_POOL: usize = 64;
 /// The share of the budget the prompt's own session may use (the rest is for other sessions,
 /// and what the session leaves unused too).
 const OWN_SHARE: (u32, u32) = (2, 3);
+
+/// What marks a request not answered yet in the requests list.
+const UNANSWERED: &str = " (not answered yet)";
 
 /// The share of a recovery's budget for the requests (the rest is for the latest one's
 /// selection, and what the requests leave unused too).
@@ -63,6 +67,7 @@ fn selection_text(
     query: &str,
     heading: &str,
     budget: u32,
+    given: &mut Given,
 ) -> Result<String> {
     let estimator = gatekeeper.estimator();
     let overhead = estimator.estimate(&format!("{heading}\n\n"))
@@ -78,6 +83,10 @@ fn selection_text(
     let mut out_tokens = 0;
     let mut labels = crate::prompt::BlockLabels::default();
     for block in blocks {
+        // A turn this agent session was given (by any event) is not given again.
+        if given.has(turn_key(session, block.turn_id)) {
+            continue;
+        }
         let mut one = String::new();
         let label = labels.label(block.turn_id, block.time.as_deref());
         render_block(&mut one, &label, &block.user, &block.assistant);
@@ -89,6 +98,7 @@ fn selection_text(
             let _ = write!(out, "{heading}\n\n");
         }
         out.push_str(&one);
+        given.add(turn_key(session, block.turn_id));
         labels.shown(block.time.as_deref());
         out_tokens = estimator.estimate(&out);
     }
@@ -102,6 +112,7 @@ pub(crate) fn for_prompt(
     name: &str,
     prompt: &str,
     budget: u32,
+    given: &mut Given,
 ) -> Result<Option<Context>> {
     let estimator = gatekeeper.estimator();
     // The search counts no tokens: done first, it runs while a hook process still loads the
@@ -115,6 +126,7 @@ pub(crate) fn for_prompt(
             prompt,
             "ctxgate: earlier turns of this session that bear on this prompt (pruned to the relevant sentences):",
             share(budget, OWN_SHARE),
+            given,
         )?;
     }
     let project = project_of(name);
@@ -128,6 +140,9 @@ pub(crate) fn for_prompt(
         }
         // A turn that shares only everyday words with the prompt is not related (`SearchHit::bears`).
         if hit.session == name || project.is_none() || project_of(&hit.session) != project || !hit.bears {
+            continue;
+        }
+        if given.has(turn_key(&hit.session, hit.turn_id)) {
             continue;
         }
         let session = gatekeeper.session(&hit.session)?;
@@ -150,6 +165,7 @@ pub(crate) fn for_prompt(
         }
         others.push_str(&prefix);
         others.push_str(&one);
+        given.add(turn_key(&hit.session, hit.turn_id));
         others_tokens = estimator.estimate(&others);
         taken += 1;
     }
@@ -168,11 +184,20 @@ fn finish(gatekeeper: &Gatekeeper, text: String) -> Option<Context> {
 /// What the agent lost after a compaction, a resume or a clear: the session's requests in
 /// order (verbatim; the middle ones left out when they do not fit, the latest and the first
 /// kept first) and the selection for the latest one. A session with no turns yet (a clear
-/// starts a new one) stands for the project's latest other session.
-pub(crate) fn recovery(gatekeeper: &Gatekeeper, name: &str, budget: u32) -> Result<Option<Context>> {
+/// starts a new one) stands for the project's latest other session. `pending`: the session's
+/// last request, not answered yet (held back from the index until its reply is logged): it is
+/// a request all the same, the latest. Requests and turns the agent session was given before
+/// are not given again.
+pub(crate) fn recovery(
+    gatekeeper: &Gatekeeper,
+    name: &str,
+    budget: u32,
+    pending: Option<&str>,
+    given: &mut Given,
+) -> Result<Option<Context>> {
     let estimator = gatekeeper.estimator();
     let sessions = gatekeeper.sessions()?;
-    let own = sessions.iter().find(|s| s.name == name && s.turns > 0);
+    let own = sessions.iter().find(|s| s.name == name && (s.turns > 0 || pending.is_some()));
     let project = project_of(name);
     let (target, whose) = match own {
         Some(s) => (s.name.clone(), "this session".to_string()),
@@ -190,16 +215,36 @@ pub(crate) fn recovery(gatekeeper: &Gatekeeper, name: &str, budget: u32) -> Resu
         },
     };
     let mut requests: Vec<String> = Vec::new();
-    gatekeeper.session(&target)?.for_each_turn(|turn| {
-        if !turn.user.trim().is_empty() {
-            requests.push(turn.user);
-        }
-        Ok(())
-    })?;
+    if own.is_none_or(|s| s.turns > 0) {
+        gatekeeper.session(&target)?.for_each_turn(|turn| {
+            if !turn.user.trim().is_empty() {
+                requests.push(turn.user);
+            }
+            Ok(())
+        })?;
+    }
+    if let Some(pending) = pending.filter(|p| !p.trim().is_empty() && own.is_some()) {
+        requests.push(format!("{}{UNANSWERED}", pending.trim_end()));
+    }
+    // A request is the same whether or not it was answered when it was given.
+    let key = |r: &str| request_key(&target, r.strip_suffix(UNANSWERED).unwrap_or(r));
     let Some(latest) = requests.last().cloned() else {
         return Ok(None);
     };
-    let mut text = requests_text(gatekeeper, &requests, &whose, share(budget, REQUESTS_SHARE));
+    let before = requests.len();
+    requests.retain(|r| !given.has(key(r)));
+    let mut text = String::new();
+    if !requests.is_empty() {
+        let whose = match before - requests.len() {
+            0 => whose.clone(),
+            n => format!("{whose} not given before ({n} given earlier are not repeated)"),
+        };
+        let kept;
+        (text, kept) = requests_text(gatekeeper, &requests, &whose, share(budget, REQUESTS_SHARE));
+        for i in kept {
+            given.add(key(&requests[i]));
+        }
+    }
     let rest = budget.saturating_sub(estimator.estimate(&text));
     text.push_str(&selection_text(
         gatekeeper,
@@ -207,6 +252,7 @@ pub(crate) fn recovery(gatekeeper: &Gatekeeper, name: &str, budget: u32) -> Resu
         &latest,
         &format!("ctxgate: earlier turns of {whose} that bear on the latest request (pruned):"),
         rest,
+        given,
     )?);
     Ok(finish(gatekeeper, text))
 }
@@ -214,7 +260,12 @@ pub(crate) fn recovery(gatekeeper: &Gatekeeper, name: &str, budget: u32) -> Resu
 /// The requests in order within `budget`: the latest, the first, then the latest ones before it
 /// while they fit; the ones left out are counted where they were. A request too long on its
 /// own is cut to fit, marked with "…".
-fn requests_text(gatekeeper: &Gatekeeper, requests: &[String], whose: &str, budget: u32) -> String {
+fn requests_text(
+    gatekeeper: &Gatekeeper,
+    requests: &[String],
+    whose: &str,
+    budget: u32,
+) -> (String, Vec<usize>) {
     let estimator = gatekeeper.estimator();
     let heading = format!("ctxgate: the user's requests in {whose}, in order (verbatim):\n\n");
     let entry =
@@ -223,8 +274,8 @@ fn requests_text(gatekeeper: &Gatekeeper, requests: &[String], whose: &str, budg
     // Room for two notes: the kept requests are the first and the latest ones, but a long first
     // one can be left out while later ones fit.
     let mut used = estimator.estimate(&heading) + 2 * estimator.estimate(&gap_note(requests.len()));
-    if used >= budget {
-        return String::new();
+    if used >= budget || requests.is_empty() {
+        return (String::new(), Vec::new());
     }
     let last = requests.len() - 1;
     let mut kept = vec![false; requests.len()];
@@ -275,5 +326,5 @@ fn requests_text(gatekeeper: &Gatekeeper, requests: &[String], whose: &str, budg
     if gap > 0 {
         out.push_str(&gap_note(gap));
     }
-    out
+    (out, (0..requests.len()).filter(|&i| kept[i]).collect())
 }

@@ -4,8 +4,10 @@
 //! Claude Code and Codex read the same JSON shape: `{"hooks": {EVENT: [{"matcher": …,
 //! "hooks": [{"type": "command", "command": …, "timeout": …}]}]}}` (Claude Code:
 //! `.claude/settings.json` or `~/.claude/settings.json`; Codex: `.codex/hooks.json` or
-//! `~/.codex/hooks.json`). An entry is ctxgate's when its command runs `hook <agent>` of a
-//! program named `ctxgate`; every other key and entry is kept as it was, in its order.
+//! `~/.codex/hooks.json`). An entry is ctxgate's when its command has the shape ctxgate writes,
+//! `PROGRAM --db PATH hook <agent>` (whatever the program is called: a copy or a link under
+//! another name), or runs `hook <agent>` of a program named `ctxgate`; every other key and
+//! entry is kept as it was, in its order.
 
 use super::Agent;
 use serde_json::{Map, Value, json};
@@ -73,11 +75,15 @@ pub struct Plan {
     pub changes: Vec<String>,
 }
 
-/// Whether `command` is ctxgate's hook for `agent`.
-fn is_ours(command: &str, agent: Agent) -> bool {
+/// Whether `command` is ctxgate's hook for `agent`: `hook <agent>` after `--db PATH` (the
+/// marker every install writes, which does not depend on the binary's name), or of a program
+/// named `ctxgate`.
+pub(crate) fn is_ours(command: &str, agent: Agent) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
-    words.windows(2).any(|w| w == ["hook", agent.name()])
-        && words.iter().any(|w| {
+    let Some(at) = words.windows(2).position(|w| w == ["hook", agent.name()]) else { return false };
+    let marked = words[..at].contains(&"--db");
+    marked
+        || words.iter().any(|w| {
             let w = w.trim_matches(|c| c == '\'' || c == '"');
             let file = w.rsplit(['/', '\\']).next().unwrap_or(w);
             file == "ctxgate" || file == "ctxgate.exe"
@@ -231,6 +237,106 @@ pub fn plan_uninstall(agent: Agent, path: &Path) -> Result<Plan, InstallError> {
     Ok(Plan { path: path.to_path_buf(), before, after, changes })
 }
 
+/// Where ctxgate's handler of one event sits in a settings file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The event.
+    pub event: &'static str,
+    /// Its group's index in the event's list, and the handler's in the group (Codex keys a
+    /// hook's trust by both).
+    pub group: usize,
+    /// The handler's index in its group.
+    pub handler: usize,
+    /// The command.
+    pub command: String,
+}
+
+/// ctxgate's handlers for `agent` in the file at `path`, per event of [`events`]: `None` for
+/// an event without one (a file that does not exist has none).
+///
+/// # Errors
+/// As [`plan_install`].
+pub fn find(agent: Agent, path: &Path) -> Result<Vec<(&'static str, Option<Found>)>, InstallError> {
+    let (_, mut root) = read(path)?;
+    let mut out = Vec::new();
+    let hooks = root.get_mut("hooks").and_then(Value::as_object_mut);
+    for &(event, _) in events(agent) {
+        let groups = hooks.as_ref().and_then(|h| h.get(event)).and_then(Value::as_array);
+        let found = groups.into_iter().flatten().enumerate().find_map(|(g, group)| {
+            let list = group.get("hooks").and_then(Value::as_array)?;
+            list.iter().enumerate().find_map(|(h, handler)| {
+                let command = handler.get("command").and_then(Value::as_str)?;
+                is_ours(command, agent).then(|| Found {
+                    event,
+                    group: g,
+                    handler: h,
+                    command: command.to_string(),
+                })
+            })
+        });
+        out.push((event, found));
+    }
+    Ok(out)
+}
+
+/// What Codex's config says of one hook's trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// No trust recorded: Codex shows "Hooks need review" and runs the hook only once the user
+    /// trusts it (`codex exec` skips it without a word).
+    Untrusted,
+    /// A `trusted_hash` is recorded. Whether it is the hash of the hook as it is now (a changed
+    /// command needs review again) cannot be told here: Codex hashes its own normalized form.
+    TrustedOnce,
+    /// The user turned the hook off (`enabled = false`).
+    Disabled,
+}
+
+/// The key Codex keeps a hook's state under in `config.toml` (`[hooks.state."KEY"]`): the
+/// hooks file's absolute path, the event in snake case, the group's and the handler's index
+/// (openai/codex `codex-rs/hooks/src/lib.rs`, `hook_key`).
+pub fn codex_state_key(hooks_file: &Path, found: &Found) -> String {
+    let mut event = String::new();
+    for (i, c) in found.event.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            event.push('_');
+        }
+        event.push(c.to_ascii_lowercase());
+    }
+    format!("{}:{event}:{}:{}", hooks_file.display(), found.group, found.handler)
+}
+
+/// What `config_toml` (Codex's `config.toml`) records of the hook whose state key is `key`:
+/// a `[hooks.state."KEY"]` table, or `"KEY" = { … }` in a `[hooks.state]` table. A line-based
+/// reading of the two forms Codex writes, not a TOML parser.
+pub fn codex_trust(config_toml: &str, key: &str) -> Trust {
+    let quoted = format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\""));
+    let (mut table, mut in_state, mut hash, mut disabled) = (false, false, false, false);
+    for line in config_toml.lines().map(str::trim) {
+        if line.starts_with('[') {
+            let header = line.trim_start_matches('[').trim_end_matches(']').trim();
+            table =
+                header.strip_prefix("hooks.state.").is_some_and(|k| k.trim() == quoted || k.trim() == key);
+            in_state = header == "hooks.state";
+            continue;
+        }
+        let field = |line: &str, name: &str| line.split_once('=').is_some_and(|(k, _)| k.trim() == name);
+        if table {
+            hash |= field(line, "trusted_hash");
+            disabled |=
+                field(line, "enabled") && line.split_once('=').is_some_and(|(_, v)| v.trim() == "false");
+        } else if in_state && line.starts_with(&quoted) {
+            hash |= line.contains("trusted_hash");
+            disabled |= line.replace(' ', "").contains("enabled=false");
+        }
+    }
+    match (disabled, hash) {
+        (true, _) => Trust::Disabled,
+        (false, true) => Trust::TrustedOnce,
+        (false, false) => Trust::Untrusted,
+    }
+}
+
 /// Writes a plan: a backup of the file as it was (a new name each time, never overwritten),
 /// then the new text through a temporary file in the same directory renamed over it, so the
 /// agent never reads half a file. Returns the backup's path. A plan without changes writes
@@ -302,5 +408,38 @@ mod tests {
         assert!(!is_ours("ctxgate hook codex", Agent::ClaudeCode));
         assert!(!is_ours("python3 hook claude-code", Agent::ClaudeCode));
         assert!(!is_ours("ctxgate import x", Agent::ClaudeCode));
+    }
+
+    /// Issue 50, item 5: the trust Codex records in config.toml, in both of its forms.
+    #[test]
+    fn r50_codex_trust_of_a_hook() {
+        let found = Found { event: "UserPromptSubmit", group: 1, handler: 0, command: "x".into() };
+        let key = codex_state_key(Path::new("/home/me/.codex/hooks.json"), &found);
+        assert_eq!(key, "/home/me/.codex/hooks.json:user_prompt_submit:1:0");
+        let table = format!(
+            "model = \"gpt-5\"\n\n[hooks.state.\"{key}\"]\ntrusted_hash = \"sha256:ab\"\n\n[other]\ntrusted_hash = \"x\"\n"
+        );
+        assert_eq!(codex_trust(&table, &key), Trust::TrustedOnce);
+        let inline = format!("[hooks.state]\n\"{key}\" = {{ trusted_hash = \"sha256:ab\" }}\n");
+        assert_eq!(codex_trust(&inline, &key), Trust::TrustedOnce);
+        let off = format!("[hooks.state.\"{key}\"]\nenabled = false\ntrusted_hash = \"sha256:ab\"\n");
+        assert_eq!(codex_trust(&off, &key), Trust::Disabled);
+        let other = "[hooks.state.\"/home/me/.codex/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:ab\"\n";
+        assert_eq!(codex_trust(other, &key), Trust::Untrusted);
+        assert_eq!(codex_trust("", &key), Trust::Untrusted);
+    }
+
+    /// Issue 50, item 10: the binary reached under another name (a copy, a link) is still
+    /// ctxgate, by the shape of the command it writes.
+    #[test]
+    fn r50_ours_whatever_the_binary_is_called() {
+        assert!(is_ours("/opt/tools/ctxg --db /home/me/index.redb hook codex", Agent::Codex));
+        assert!(is_ours("'/opt/my tools/cg-dev' --db '/x y.redb' hook claude-code", Agent::ClaudeCode));
+        assert!(!is_ours("/opt/tools/ctxg --db /x.redb hook codex", Agent::ClaudeCode));
+        assert!(!is_ours("my-hook --db /x.redb import", Agent::Codex));
+        assert!(
+            !is_ours("other-tool hook codex --db /x.redb", Agent::Codex),
+            "--db after the verb is not ours"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! whose name has the same `<project>#` prefix, whichever agent wrote them.
 
 mod context;
+pub mod given;
 pub mod install;
 
 use crate::error::{Error, Result};
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 
 pub use context::{Context, OTHER_SESSION_HITS};
+pub use given::Given;
 
 /// The hooks' default token budget for the context of one event: room for a few pruned turns
 /// without crowding the agent's own context (Claude Code shows hook output over 10,000
@@ -120,25 +122,43 @@ enum Action {
 fn action(event: &Event) -> Action {
     match (event.hook_event_name.as_str(), event.source.as_deref()) {
         ("UserPromptSubmit", _) => Action::Prompt,
-        ("SessionStart", Some("resume" | "clear" | "compact")) | ("PostCompact", _) => Action::Recover,
-        ("Stop" | "SessionEnd" | "PreCompact" | "SubagentStop", _) => Action::Import,
+        ("SessionStart", Some("resume" | "clear" | "compact")) => Action::Recover,
+        // Codex's PostCompact output takes no context (its schema has no `hookSpecificOutput`,
+        // and such output fails the hook): the `SessionStart` of source `compact` that follows
+        // a compaction in both agents gives it.
+        ("Stop" | "SessionEnd" | "PreCompact" | "PostCompact" | "SubagentStop", _) => Action::Import,
         _ => Action::Nothing,
     }
 }
 
 /// Runs `event` against the index: imports the transcript if the event calls for it and
-/// returns the context to hand the agent, if any.
+/// returns the context to hand the agent, if any: none of what `given` says the agent session
+/// was handed before, and `given` notes what it is handed now (the caller saves it once the
+/// context is out, or at once when there is none). A compaction clears `given` first: the
+/// agent rebuilt the model's window without what was given before.
 ///
 /// # Errors
 /// Errors of the index, a transcript that cannot be read or parsed, a session name the index
 /// refuses.
-pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32) -> Result<Option<Context>> {
+pub fn handle(
+    gatekeeper: &Gatekeeper,
+    agent: Agent,
+    event: &Event,
+    budget: u32,
+    given: &mut Given,
+) -> Result<Option<Context>> {
     let action = action(event);
     if action == Action::Nothing {
         return Ok(None);
     }
     let name = session_name(gatekeeper, event)?;
-    if let Some(path) = event.transcript_path.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+    // Claude Code writes a new session's transcript only after the first `UserPromptSubmit`:
+    // a transcript that does not exist yet is an empty one, and the context comes from the
+    // project's other sessions.
+    let transcript = event.transcript_path.as_ref().filter(|p| !p.as_os_str().is_empty() && p.exists());
+    // The session's last request when it has no reply yet: the import holds it back.
+    let mut pending = None;
+    if let Some(path) = transcript {
         // Tool results become evidence on the other events (Stop follows every reply): looking
         // at every result of the file on each prompt would double the prompt's latency, and the
         // next import with evidence stores whatever is missing.
@@ -148,16 +168,38 @@ pub fn handle(gatekeeper: &Gatekeeper, agent: Agent, event: &Event, budget: u32)
             evidence: action != Action::Prompt,
             ..ImportOptions::default()
         };
-        gatekeeper.import(std::slice::from_ref(path), &options)?;
+        let report = gatekeeper.import(std::slice::from_ref(path), &options)?;
+        pending = (report.files.into_iter().flat_map(|f| f.sessions))
+            .find(|s| s.session == name)
+            .and_then(|s| s.held_back_request);
     }
     match action {
         Action::Prompt => match event.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
-            Some(prompt) => context::for_prompt(gatekeeper, &name, prompt, budget),
+            Some(prompt) => context::for_prompt(gatekeeper, &name, prompt, budget, given),
             None => Ok(None),
         },
-        Action::Recover => context::recovery(gatekeeper, &name, budget),
+        Action::Recover => {
+            // A compaction rebuilt the model's window: what the hooks gave before it is gone
+            // from it, and the recovery gives it back (then records what it gave).
+            if event.source.as_deref() == Some("compact") {
+                given.clear();
+            }
+            context::recovery(gatekeeper, &name, budget, pending.as_deref(), given)
+        }
         Action::Import | Action::Nothing => Ok(None),
     }
+}
+
+/// What the hook prints for `context` on `event`: `{"hookSpecificOutput": {"hookEventName",
+/// "additionalContext"}}` for the events whose output takes context in both agents'
+/// published schemas (`UserPromptSubmit`, `SessionStart`), `None` for any other (Codex fails
+/// a `PostCompact` hook whose output has a `hookSpecificOutput`).
+pub fn output(event: &str, context: &Context) -> Option<serde_json::Value> {
+    matches!(event, "UserPromptSubmit" | "SessionStart").then(|| {
+        serde_json::json!({
+            "hookSpecificOutput": { "hookEventName": event, "additionalContext": context.text }
+        })
+    })
 }
 
 /// The project part of session names for a working directory.
@@ -213,10 +255,25 @@ mod tests {
             action(&event(&format!(r#"{{{base}:"SessionStart","source":"startup"}}"#))),
             Action::Nothing
         );
-        assert_eq!(action(&event(&format!(r#"{{{base}:"PostCompact"}}"#))), Action::Recover);
+        assert_eq!(action(&event(&format!(r#"{{{base}:"PostCompact"}}"#))), Action::Import);
         assert_eq!(action(&event(&format!(r#"{{{base}:"Stop"}}"#))), Action::Import);
         assert_eq!(action(&event(&format!(r#"{{{base}:"SessionEnd"}}"#))), Action::Import);
         assert_eq!(action(&event(&format!(r#"{{{base}:"PreToolUse"}}"#))), Action::Nothing);
+    }
+
+    /// Issue 50, item 6: output only where the agents' output schemas take context
+    /// (codex-rs/hooks/schema/generated/*.command.output.schema.json).
+    #[test]
+    fn r50_output_only_where_the_schemas_take_context() {
+        let context = Context { text: "x".into(), tokens: 1 };
+        for event in ["UserPromptSubmit", "SessionStart"] {
+            let doc = output(event, &context).expect("context is output");
+            assert_eq!(doc["hookSpecificOutput"]["hookEventName"], event);
+            assert_eq!(doc.as_object().map(|o| o.len()), Some(1), "{doc}");
+        }
+        for event in ["PostCompact", "PreCompact", "Stop", "SessionEnd"] {
+            assert_eq!(output(event, &context), None, "{event}");
+        }
     }
 
     #[test]

@@ -10,9 +10,12 @@
 //!
 //! Records form a tree through `parentUuid` (across a compaction, `logicalParentUuid`): a
 //! rewind re-sends a message from an earlier point and forks it. Only the active branch is
-//! read: each session's last message back to its root. Results of calls on it are read
-//! wherever they sit. A tree that cannot be followed (a parent not in the file, a cycle), or
-//! records that name no parent at all, are read in file order. A record repeating an earlier
+//! read: each session's last message back to its root, in that order, never the file's
+//! (Claude Code can write a reply before the prompt it answers). Results of calls on it are
+//! read wherever they sit. Messages at a session's end whose parent is not in the file yet (a
+//! reply written before its prompt) wait for it, off the branch. A tree that cannot be followed
+//! otherwise (a parent not in the file, a cycle), or records that name no parent at all, are
+//! read in file order. A record repeating an earlier
 //! `uuid` is read once.
 //!
 //! Dropped as well: sidechain records (`isSidechain: true`, subagent traffic), harness records
@@ -66,7 +69,7 @@ pub(crate) fn parse_from(
         })?;
     let mut seen = HashSet::new();
     nodes.retain(|n| n.uuid.as_ref().is_none_or(|uuid| seen.insert(uuid.clone())));
-    let (active, trees) = active_branches(&nodes, resumed.is_some());
+    let Branches { active, trees, order } = active_branches(&nodes, resumed.is_some());
     // A record repeated from before a part is found only in a tree; in file order it would be
     // read twice.
     let repeatable = nodes.iter().any(|n| n.is_message && n.uuid.is_some());
@@ -75,13 +78,20 @@ pub(crate) fn parse_from(
     );
     let mut sessions: Vec<(String, TurnBuilder)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
-    for (node, on_branch) in nodes.into_iter().zip(active) {
-        let Some(row) = node.row else { continue };
-        let session = node.session.unwrap_or_else(|| stem.clone());
-        let i = *index.entry(session.clone()).or_insert_with(|| {
+    // Sessions in order of first appearance in the file; their records in reading order.
+    for node in nodes.iter().filter(|n| n.row.is_some()) {
+        let session = node.session.clone().unwrap_or_else(|| stem.clone());
+        index.entry(session.clone()).or_insert_with(|| {
             sessions.push((session, TurnBuilder::new()));
             sessions.len() - 1
         });
+    }
+    let mut nodes: Vec<Option<(Node, bool)>> = nodes.into_iter().zip(active).map(Some).collect();
+    for at in order {
+        let Some((node, on_branch)) = nodes.get_mut(at).and_then(Option::take) else { continue };
+        let Some(row) = node.row else { continue };
+        let session = node.session.unwrap_or_else(|| stem.clone());
+        let Some(&i) = index.get(&session) else { continue };
         let b = &mut sessions[i].1;
         b.at(node.offset);
         let time = row.time.as_deref();
@@ -274,51 +284,100 @@ enum Tree {
     Broken,
 }
 
+/// The nodes' branches: for each node whether it is on its session's active branch, each
+/// session's tree, and the order to read the nodes in.
+struct Branches {
+    /// Per node: on its session's active branch.
+    active: Vec<bool>,
+    trees: HashMap<Option<String>, Tree>,
+    /// The node indices in reading order: a followed session's branch from its root, each
+    /// record off it after the nearest of its ancestors on it (else after the branch record
+    /// before it in the file); other sessions in file order.
+    order: Vec<usize>,
+}
+
 /// For each node, whether it is on its session's active branch: the chain from the session's
-/// last message back through its parents. Nodes without a `uuid`, and every node of a session
-/// whose chain cannot be followed or whose messages name no parent at all, count as on it.
+/// last message back through its parents. The last message is the file's last one of the
+/// session, followed down to its latest descendant message: Claude Code can write a reply
+/// before the prompt it answers, and the chain, not the file, says which came first. Nodes
+/// without a `uuid`, and every node of a session whose chain cannot be followed or whose
+/// messages name no parent at all, count as on it.
 /// In a `part` of a file (read from a turn's first record), a chain ends at the part's first
 /// node as at a root, and only there: one that ends anywhere else is broken, since the records
 /// before the part may continue it.
-fn active_branches(nodes: &[Node], part: bool) -> (Vec<bool>, HashMap<Option<String>, Tree>) {
+fn active_branches(nodes: &[Node], part: bool) -> Branches {
     let by_uuid: HashMap<&str, usize> =
         nodes.iter().enumerate().filter_map(|(i, n)| Some((n.uuid.as_deref()?, i))).collect();
-    let mut leaves: HashMap<Option<&str>, usize> = HashMap::new();
+    let parent_of = |i: usize| nodes[i].parent.as_deref().and_then(|p| by_uuid.get(p).copied());
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    for i in 0..nodes.len() {
+        if let Some(p) = parent_of(i) {
+            children.entry(p).or_default().push(i);
+        }
+    }
+    // Per session, its messages with ids in file order.
+    let mut messages: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
     // Sessions some of whose messages name a parent: in the others there is no tree to follow.
     let mut linked: HashSet<Option<&str>> = HashSet::new();
     for (i, n) in nodes.iter().enumerate() {
         if n.is_message && n.uuid.is_some() {
-            leaves.insert(n.session.as_deref(), i);
+            messages.entry(n.session.as_deref()).or_default().push(i);
             if n.parent.is_some() {
                 linked.insert(n.session.as_deref());
             }
         }
+    }
+    // A parent the text does not have yet: a reply written before its prompt, the prompt still
+    // to come. In a whole read, the messages at the session's end whose parent is missing wait
+    // for it (off the branch) when every other message's parent is there; reading them in
+    // file order would pair the reply with the turn before, and the next read would differ.
+    let dangling = |i: usize| nodes[i].parent.is_some() && parent_of(i).is_none();
+    let mut leaves: HashMap<Option<&str>, usize> = HashMap::new();
+    for (&session, list) in &messages {
+        let mut end = list.len();
+        if !part {
+            while end > 0 && dangling(list[end - 1]) {
+                end -= 1;
+            }
+            if end == 0 || list[..end].iter().any(|&i| dangling(i)) {
+                end = list.len();
+            }
+        }
+        leaves.insert(session, list[end - 1]);
     }
     let mut trees: HashMap<Option<String>, Tree> = (leaves.keys())
         .filter(|s| !linked.contains(*s))
         .map(|s| (s.map(str::to_string), Tree::Unlinked))
         .collect();
     leaves.retain(|session, _| linked.contains(session));
-    // Per session: the nodes of its branch, or `None` when the tree cannot be followed.
-    let mut branches: HashMap<Option<&str>, Option<HashSet<usize>>> = HashMap::new();
-    for (session, leaf) in leaves {
-        let mut chain = HashSet::new();
+    // Per session: the nodes of its branch from its root, or `None` when the tree cannot be
+    // followed.
+    let mut branches: HashMap<Option<&str>, Option<Vec<usize>>> = HashMap::new();
+    for (session, last) in leaves {
+        let leaf = latest_descendant(nodes, &children, last, session);
+        let mut chain = Vec::new();
+        let mut on_chain = HashSet::new();
         let mut at = leaf;
         let followed = loop {
-            if !chain.insert(at) {
+            if !on_chain.insert(at) {
                 break false; // a cycle
             }
-            if part && at == 0 {
-                break true;
-            }
-            let Some(parent) = nodes[at].parent.as_deref() else { break !part };
-            match by_uuid.get(parent) {
-                Some(&next) => at = next,
-                None => break false, // a parent the text does not have
+            chain.push(at);
+            match parent_of(at) {
+                Some(next) => at = next,
+                // A part's chain meets the records before it at its first node only.
+                None if part => break at == 0,
+                // A parent the text does not have breaks the tree; no parent is its root.
+                None => break nodes[at].parent.is_none(),
             }
         };
+        chain.reverse();
         trees.insert(session.map(str::to_string), if followed { Tree::Followed } else { Tree::Broken });
         branches.insert(session, followed.then_some(chain));
+    }
+    let mut position: HashMap<usize, usize> = HashMap::new();
+    for chain in branches.values().flatten() {
+        position.extend(chain.iter().enumerate().map(|(k, &i)| (i, k)));
     }
     let active = nodes
         .iter()
@@ -326,12 +385,69 @@ fn active_branches(nodes: &[Node], part: bool) -> (Vec<bool>, HashMap<Option<Str
         .map(|(i, n)| {
             n.uuid.is_none()
                 || match branches.get(&n.session.as_deref()) {
-                    Some(Some(chain)) => chain.contains(&i),
+                    Some(Some(_)) => position.contains_key(&i),
                     _ => true,
                 }
         })
         .collect();
-    (active, trees)
+    // Reading order keys: (branch position, 0) on a branch, (position of the record it follows,
+    // 1) off it; file order elsewhere. The sort is stable: ties keep file order.
+    let mut last_on_branch: HashMap<Option<&str>, i64> = HashMap::new();
+    let keys: Vec<(i64, u8)> = (0..nodes.len())
+        .map(|i| {
+            let session = nodes[i].session.as_deref();
+            if !matches!(branches.get(&session), Some(Some(_))) {
+                return (i as i64, 0);
+            }
+            if let Some(&k) = position.get(&i) {
+                last_on_branch.insert(session, k as i64);
+                return (k as i64, 0);
+            }
+            let mut seen = HashSet::new();
+            let mut at = parent_of(i);
+            while let Some(a) = at.filter(|a| seen.insert(*a)) {
+                if let Some(&k) = position.get(&a) {
+                    return (k as i64, 1);
+                }
+                at = parent_of(a);
+            }
+            (last_on_branch.get(&session).copied().unwrap_or(-1), 1)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by_key(|&i| keys[i]);
+    Branches { active, trees, order }
+}
+
+/// The latest message of `session` below `node` (or `node` itself): down through the children,
+/// the latest message child of the session first, else the latest child of another kind.
+fn latest_descendant(
+    nodes: &[Node],
+    children: &HashMap<usize, Vec<usize>>,
+    node: usize,
+    session: Option<&str>,
+) -> usize {
+    let is_own =
+        |i: usize| nodes[i].is_message && nodes[i].uuid.is_some() && nodes[i].session.as_deref() == session;
+    let (mut at, mut latest) = (node, node);
+    let mut seen = HashSet::from([node]);
+    loop {
+        let kids = children.get(&at).map(Vec::as_slice).unwrap_or_default();
+        let next = kids
+            .iter()
+            .rev()
+            .find(|&&c| is_own(c))
+            .or_else(|| kids.iter().rev().find(|&&c| !nodes[c].is_message));
+        match next {
+            Some(&c) if seen.insert(c) => {
+                at = c;
+                if is_own(c) {
+                    latest = c;
+                }
+            }
+            _ => return latest,
+        }
+    }
 }
 
 /// The tag of the reminders the harness adds to user text, wherever they sit in it.
@@ -622,6 +738,73 @@ mod tests {
                 ),
                 ("And in `main`?", "`main` must return `Option` or `Result` for `?` to compile there."),
             ]
+        );
+    }
+
+    /// Issue 50, items 2 and 8: a reply written before the prompt it answers is read in the
+    /// `parentUuid` chain's order, and a hook's context echoed back as an attachment is no turn.
+    #[test]
+    fn r50_records_are_read_in_chain_order() {
+        let (path, text) = read("fixtures/import/claude-code/misordered.jsonl");
+        let parsed = parse(&path, &text, false).unwrap();
+        let turns: Vec<(&str, &str)> =
+            parsed.conversations[0].turns.iter().map(|t| (t.user.as_str(), t.assistant.as_str())).collect();
+        assert_eq!(
+            turns,
+            [
+                ("Add a TTL cache to `load_config`.", "Done: entries expire after 60 s."),
+                ("Now add a unit test for the expiry.", "The test passes."),
+                ("Commit it.", "Committed as 3f2a9c1."),
+            ]
+        );
+        assert_absent(&parsed, &["HOOK-CONTEXT-ECHO", "ctxgate:"]);
+        // Each turn's start is where a read that holds it and the turns after it begins.
+        let live = parsed.live.as_ref().unwrap();
+        let offset =
+            |uuid: &str| text.find(uuid).map(|i| text[..i].rfind('\n').map_or(0, |n| n + 1)).unwrap();
+        let reply_first = offset(r#""uuid":"a0000000-0000-4000-8000-000000000006""#);
+        assert_eq!(live.starts[1], reply_first, "turn 1's reply comes first in the file");
+        assert!(!live.unsure);
+        // The reply is the file's last record but one: the chain still ends at it, below the
+        // prompt written after it.
+        let end = text.find(r#"{"parentUuid":"a0000000-0000-4000-8000-000000000006""#).unwrap();
+        let parsed = parse(&path, &text[..end], false).unwrap();
+        let last = parsed.conversations[0].turns.last().unwrap();
+        assert_eq!(
+            (last.user.as_str(), last.assistant.as_str()),
+            ("Now add a unit test for the expiry.", "The test passes.")
+        );
+        // Read from turn 1's start, the part reaches before it (the prompt's parent): it is read
+        // whole instead, never half.
+        let carry = parsed.live.as_ref().unwrap().carry.clone();
+        let start = parsed.live.as_ref().unwrap().starts[1];
+        let part = parse_from(&path, &text[start..end], false, Some(&carry)).unwrap();
+        assert!(part.live.unwrap().unsure, "a part whose first turn began before its prompt is unsure");
+    }
+
+    /// Issue 50, item 2, live: the reply is in the file before its prompt is; it waits for the
+    /// prompt instead of joining the turn before, so the read after the prompt agrees.
+    #[test]
+    fn r50_a_reply_before_its_prompt_waits_for_it() {
+        let row = |uuid: &str, parent: &str, kind: &str, text: &str| {
+            format!(
+                r#"{{"type":"{kind}","uuid":"{uuid}","parentUuid":{parent},"sessionId":"s","message":{{"role":"{kind}","content":"{text}"}}}}"#
+            )
+        };
+        let head = [
+            row("u1", "null", "user", "one"),
+            row("a1", r#""u1""#, "assistant", "two"),
+            row("a2", r#""u2""#, "assistant", "four"),
+        ];
+        let turns = |rows: &[String]| -> Vec<(String, String)> {
+            let parsed = parse(Path::new("s.jsonl"), &rows.join("\n"), false).unwrap();
+            parsed.conversations[0].turns.iter().map(|t| (t.user.clone(), t.assistant.clone())).collect()
+        };
+        assert_eq!(turns(&head), [("one".to_string(), "two".to_string())]);
+        let full = [&head[..], &[row("u2", r#""a1""#, "user", "three")]].concat();
+        assert_eq!(
+            turns(&full),
+            [("one".to_string(), "two".to_string()), ("three".to_string(), "four".to_string())]
         );
     }
 

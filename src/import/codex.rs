@@ -10,7 +10,9 @@
 //! `local_shell_call`, `web_search_call`) are tool calls; `function_call_output` /
 //! `custom_tool_call_output` their results, joined by `call_id`. `event_msg` `user_message` /
 //! `agent_message` repeat the response items: they are read only from a file without any
-//! `response_item` message (older rollouts). A turn's time is its first line's `timestamp`.
+//! `response_item` message (older rollouts). A response item marked `"metadata":
+//! {"compaction_output": true}` (a compaction's summary, on the line or in its payload) is not
+//! conversation and is dropped. A turn's time is its first line's `timestamp`.
 
 use super::error::Error;
 use super::records::{self, json_text, opt_array, opt_str, req_str};
@@ -118,6 +120,13 @@ fn line(v: &Value) -> Result<(Option<String>, Item), String> {
         return Ok((time, Item::Other)); // turn_context, compacted, and types to come
     }
     let p = records::req_object(v, "", "payload")?;
+    // The summary Codex writes at a compaction is no reply of the conversation.
+    let compaction = |m: Option<&Value>| {
+        m.and_then(|m| m.get("compaction_output")).and_then(Value::as_bool).unwrap_or(false)
+    };
+    if kind == "response_item" && (compaction(v.get("metadata")) || compaction(p.get("metadata"))) {
+        return Ok((time, Item::Other));
+    }
     let item = match kind {
         "session_meta" => {
             let id = req_str(p, "payload", "id")?.trim();
@@ -278,6 +287,26 @@ mod tests {
                 "Each line is rounded...",
             ],
         );
+    }
+
+    /// Issue 50, item 8: a compaction's summary is no part of the answer before it.
+    #[test]
+    fn r50_compaction_summaries_are_not_turns() {
+        let (path, text) = read("fixtures/import/codex/compaction-output.jsonl");
+        let parsed = parse(&path, &text, false).unwrap();
+        let turns: Vec<(&str, &str)> =
+            parsed.conversations[0].turns.iter().map(|t| (t.user.as_str(), t.assistant.as_str())).collect();
+        assert_eq!(
+            turns,
+            [
+                (
+                    "How should the worker take the Redis lock for the nightly ledger job?",
+                    "Take it with SET ledger-lock <token> NX PX 45000."
+                ),
+                ("And who renews it?", "A heartbeat task renews it every 15 seconds."),
+            ]
+        );
+        assert_absent(&parsed, &["COMPACTION-SUMMARY"]);
     }
 
     #[test]

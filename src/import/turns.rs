@@ -155,7 +155,8 @@ pub struct TurnBuilder {
 pub struct BuiltTurns {
     /// The turns, in order.
     pub turns: Vec<ParsedTurn>,
-    /// The byte offset of the record that began each turn (as given to [`TurnBuilder::at`]).
+    /// For each turn, the byte offset (as given to [`TurnBuilder::at`]) of the earliest record
+    /// of it or of a turn after it: where a read that holds the turn and the rest must start.
     pub starts: Vec<usize>,
     /// Results that matched no call waiting for one, or matched one only by order (they name
     /// no call): a read that starts at a later turn might attach them to another call.
@@ -262,6 +263,9 @@ impl TurnBuilder {
         }
         let Some((t, c)) = found else { return };
         let closed = self.turns.len();
+        if t == closed {
+            self.current_start = self.current_start.min(self.at);
+        }
         let Some(turn) = (if t < closed { self.turns.get_mut(t) } else { self.current.as_mut() }) else {
             return;
         };
@@ -282,6 +286,10 @@ impl TurnBuilder {
     /// The turns, with where each began.
     pub fn finish_with_starts(mut self) -> BuiltTurns {
         self.close();
+        // A read from a turn's start must hold every record of it and of the turns after it.
+        for i in (1..self.starts.len()).rev() {
+            self.starts[i - 1] = self.starts[i - 1].min(self.starts[i]);
+        }
         BuiltTurns { turns: self.turns, starts: self.starts, loose: self.loose }
     }
 
@@ -291,6 +299,9 @@ impl TurnBuilder {
             self.mentions.push(Vec::new());
             self.current_start = self.at;
         }
+        // Records fed out of file order (a Claude Code reply written before its prompt): the
+        // turn starts at its earliest record.
+        self.current_start = self.current_start.min(self.at);
         self.current
             .get_or_insert_with(|| ParsedTurn { time: time.map(str::to_string), ..ParsedTurn::default() })
     }

@@ -97,6 +97,11 @@ pub struct SessionReport {
     pub existing_turns: u64,
     /// A last turn held back until its reply is logged (live agent logs).
     pub held_back: u64,
+    /// That turn's user text: a request not answered yet, which the hooks still hand back
+    /// after a resume (not in the JSON report).
+    #[serde(skip)]
+    #[cfg_attr(feature = "server", schemars(skip))]
+    pub held_back_request: Option<String>,
 }
 
 /// Whether a file was imported.
@@ -231,6 +236,8 @@ struct Plan {
     /// The turn id the first new turn takes.
     first_turn: u32,
     held_back: u64,
+    /// The held-back turn's user text.
+    held_back_request: Option<String>,
     /// Tool results of every turn of the file for this session, existing ones included.
     tool_outputs: Vec<ToolOutput>,
 }
@@ -513,6 +520,7 @@ fn import_as(
             new_turns: plan.turns.len() as u64,
             existing_turns: plan.existing,
             held_back: plan.held_back,
+            held_back_request: plan.held_back_request.take(),
         });
         new_turns += plan.turns.len() as u64;
         existing_turns += plan.existing;
@@ -581,6 +589,7 @@ fn plan(
                 existing: 0,
                 first_turn: 0,
                 held_back: 0,
+                held_back_request: None,
                 tool_outputs: Vec::new(),
             }),
         }
@@ -588,7 +597,7 @@ fn plan(
     let view = gatekeeper.store().read()?;
     for plan in &mut plans {
         if format.is_live_log() && plan.turns.last().is_some_and(ParsedTurn::is_unanswered) {
-            plan.turns.pop();
+            plan.held_back_request = plan.turns.pop().map(|t| t.user).filter(|u| !u.trim().is_empty());
             plan.held_back = 1;
         }
         let mut continuation = Continuation::new(gatekeeper, &view, offsets, &plan.session)?;

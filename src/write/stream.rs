@@ -139,6 +139,7 @@ pub(super) fn import(
             new_turns: new,
             existing_turns: existing as u64,
             held_back: 0,
+            held_back_request: None,
         });
         new_turns += new;
         existing_turns += existing as u64;
