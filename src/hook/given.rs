@@ -2,7 +2,7 @@
 //! `SessionStart` and the prompt after it, or a compaction after a resume, would otherwise put
 //! the same turn or request into one model request twice (issue 50, items 4 and 7). A
 //! compaction rebuilds the model's window without what was given before it: its recovery
-//! [`Given::clear`]s the record first, so it can give that again, and records what it gives.
+//! clears the record first (`Given::clear`), so it can give that again, and records what it gives.
 //!
 //! One small file per agent session id in a directory beside the index (`hook-given/`): one
 //! key per line, a hash of what was given (a turn of a session, a request's text). Bounded: a
