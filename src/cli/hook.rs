@@ -39,11 +39,12 @@ enum HookCommand {
     Uninstall(InstallArgs),
     /// Tell whether the agent will run ctxgate's hooks: installed, the program there, and for
     /// Codex whether each is trusted (exit 1 when they will not all run)
-    Doctor(DoctorArgs),
+    Doctor(SettingsArgs),
 }
 
+/// Which agent's settings, and whose: what `install`, `uninstall` and `doctor` act on.
 #[derive(clap::Args)]
-struct DoctorArgs {
+struct SettingsArgs {
     /// The agent
     #[arg(value_enum)]
     agent: AgentArg,
@@ -53,6 +54,12 @@ struct DoctorArgs {
     /// The user's settings, for every project (the default)
     #[arg(long)]
     user: bool,
+}
+
+impl SettingsArgs {
+    fn agent_and_scope(&self) -> (Agent, Scope) {
+        (Agent::from(self.agent), if self.project { Scope::Project } else { Scope::User })
+    }
 }
 
 #[derive(clap::Args)]
@@ -85,15 +92,8 @@ impl From<AgentArg> for Agent {
 
 #[derive(clap::Args)]
 struct InstallArgs {
-    /// The agent
-    #[arg(value_enum)]
-    agent: AgentArg,
-    /// The project's settings (in the working directory)
-    #[arg(long, conflicts_with = "user")]
-    project: bool,
-    /// The user's settings, for every project (the default)
-    #[arg(long)]
-    user: bool,
+    #[command(flatten)]
+    settings: SettingsArgs,
     /// Print the change and write nothing
     #[arg(long)]
     dry_run: bool,
@@ -300,8 +300,7 @@ fn shell_word(path: &Path) -> String {
 }
 
 fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow::Result<()> {
-    let agent = Agent::from(args.agent);
-    let scope = if args.project { Scope::Project } else { Scope::User };
+    let (agent, scope) = args.settings.agent_and_scope();
     let home = directories::BaseDirs::new()
         .map(|d| d.home_dir().to_path_buf())
         .context("cannot find the home directory: use --project in the project's directory")?;
@@ -349,7 +348,7 @@ fn change_settings(global: &Global, args: &InstallArgs, install: bool) -> anyhow
         out.push_str(&format!(
             "turn it off: ctxgate hook uninstall {}{}\n",
             agent.name(),
-            if args.project { " --project" } else { "" }
+            if args.settings.project { " --project" } else { "" }
         ));
     }
     super::output::print_text(&out)
@@ -374,10 +373,9 @@ fn codex_home(home: &Path) -> PathBuf {
         .map_or_else(|| home.join(".codex"), PathBuf::from)
 }
 
-fn doctor(args: &DoctorArgs) -> anyhow::Result<()> {
+fn doctor(args: &SettingsArgs) -> anyhow::Result<()> {
     use ctxgate::hook::install::Trust;
-    let agent = Agent::from(args.agent);
-    let scope = if args.project { Scope::Project } else { Scope::User };
+    let (agent, scope) = args.agent_and_scope();
     let home = directories::BaseDirs::new()
         .map(|d| d.home_dir().to_path_buf())
         .context("cannot find the home directory: use --project in the project's directory")?;
