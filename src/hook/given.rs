@@ -88,10 +88,14 @@ impl Given {
             text.push_str(&format!("{key:016x}\n"));
         }
         let temp = path.with_extension(format!("tmp-{}", std::process::id()));
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        drop(file);
-        std::fs::rename(&temp, path)?;
+        let written = std::fs::File::create(&temp)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .and_then(|()| std::fs::rename(&temp, path));
+        if written.is_err() {
+            // A full disk or a vanished directory leaves no half-written file behind.
+            let _ = std::fs::remove_file(&temp);
+        }
+        written?;
         prune(dir, MAX_SESSIONS);
         Ok(())
     }
@@ -128,6 +132,22 @@ pub(crate) fn request_key(session: &str, request: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_save_that_fails_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut given = Given::load(dir.path(), "session");
+        given.add(7);
+        // The record's own path is a directory that is not empty: the rename over it fails.
+        let path = given.path.clone().unwrap();
+        std::fs::create_dir_all(path.join("in-the-way")).unwrap();
+        assert!(given.save().is_err());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.contains("tmp-")), "{names:?}");
+    }
 
     #[test]
     fn a_record_survives_a_reload_and_stays_bounded() {
