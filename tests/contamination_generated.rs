@@ -11,6 +11,9 @@
 //! of a frame alone (its words come back evenly all through the earlier conversations, so it
 //! names nothing and follows up the latest turn).
 
+mod common;
+
+use common::Rng;
 use ctxgate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use ctxgate::{Gatekeeper, Options, SelectOptions};
 use std::collections::HashSet;
@@ -31,22 +34,6 @@ enum Script {
 enum Layout {
     RoundRobin,
     Runs,
-}
-
-/// xorshift64*: deterministic, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Invents words, each new and outside every list of the code.

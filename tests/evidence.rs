@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{SelectDoc, TestEnv, TestResult};
+use common::{SelectDoc, TestEnv, TestResult, copy_tree};
 use ctxgate::evidence::{self, Document, EvidenceRef, Projection, Spec, pointer};
 use ctxgate::{EvidenceOptions, Gatekeeper, Options, SelectOptions};
 use serde_json::Value;
@@ -658,20 +658,6 @@ fn select_json_reports_evidence_with_its_ref() -> TestResult {
     let off: SelectDoc =
         env.select("s", &["--no-evidence"], "improvement_percent and verdict of the optimized query")?;
     assert!(off.evidence.is_empty());
-    Ok(())
-}
-
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
     Ok(())
 }
 

@@ -5,22 +5,14 @@
 //! in another's session, must select nothing, with `empty_because`; asked in its own session it
 //! must find its turns. The cross-session search marks which hits bear on the query.
 
+mod common;
+
+use common::Rng;
 use ctxgate::{EmptyBecause, Gatekeeper, Options, Policy, SelectOptions};
 
-/// xorshift64*: deterministic, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn pick<'a>(&mut self, words: &'a [String]) -> &'a str {
-        &words[(self.next() % words.len() as u64) as usize]
-    }
+/// A word of `words`, at random.
+fn pick<'a>(rng: &mut Rng, words: &'a [String]) -> &'a str {
+    &words[rng.below(words.len())]
 }
 
 /// An invented word: consonant-vowel syllables, never an English word of the lists.
@@ -65,11 +57,11 @@ fn index() -> Result<Index, Box<dyn std::error::Error>> {
     for (p, person) in people.iter().enumerate() {
         let session = gk.session(&format!("people-{p}"))?;
         for turn in 0..80 {
-            let mut user: Vec<&str> = (0..4).map(|_| rng.pick(&everyday)).collect();
-            let mut assistant: Vec<&str> = (0..5).map(|_| rng.pick(&everyday)).collect();
+            let mut user: Vec<&str> = (0..4).map(|_| pick(&mut rng, &everyday)).collect();
+            let mut assistant: Vec<&str> = (0..5).map(|_| pick(&mut rng, &everyday)).collect();
             if turn % 3 == 0 {
                 user.push(&person.name);
-                assistant.push(rng.pick(&person.subjects));
+                assistant.push(pick(&mut rng, &person.subjects));
             }
             session.add_turn(&format!("{}?", user.join(" ")), &format!("{}.", assistant.join(" ")))?;
         }

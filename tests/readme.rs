@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{TestEnv, TestResult};
+use common::{TestEnv, TestResult, copy_tree};
 use serde_json::Value;
 use std::path::Path;
 
@@ -218,21 +218,6 @@ fn shell_words(line: &str, home: &Path) -> Vec<String> {
     }
     words.extend(word);
     words
-}
-
-/// Copies the tree `from` to `to`.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
 }
 
 /// The README's command-line example runs as written, in its order, on the logs it names
