@@ -17,10 +17,13 @@
 //!
 //! A turn **bears** on the query when the combination of query anchors it holds is one that a
 //! history of this length holds by chance with probability under [`SIGNIFICANCE`] (its
-//! E-value: the history's length times the product of the anchors' rates elsewhere, each
-//! counted as one more turn of the index when the query names something absent, so that no
-//! single word seen nowhere else passes alone), or when it holds a topical anchor and nothing
-//! of the query is absent. A turn is **admitted** if it bears, or, when nothing the query
+//! E-value: the history's length times the combination's rate elsewhere), or when it holds a
+//! topical anchor and nothing of the query is absent. The combination's rate is the product of
+//! the anchors' rates elsewhere (each counted as one more turn of the index when the query
+//! names something absent, so that no single word seen nowhere else passes alone), but never
+//! less than the share of the sampled other sessions' turns that hold them all together: the
+//! words of a phrase a person reuses come together, and multiplying their rates as if they were
+//! independent made a reused sentence frame look like a rare find. A turn is **admitted** if it bears, or, when nothing the query
 //! names is absent, if it holds a word that is not everyday: one that shares only everyday
 //! words never is. A history bears on the query when one of its turns is admitted.
 //!
@@ -33,6 +36,7 @@ use crate::error::Result;
 use crate::query::QueryAnchors;
 use crate::spread::{self, SIGNIFICANCE, SessionUse, above_chance};
 use crate::store::{Source, View};
+use std::collections::HashMap;
 
 /// What the rest of the index says of a query's anchors in one session's history.
 #[derive(Debug, Clone)]
@@ -51,6 +55,57 @@ pub struct Bearing {
     history_turns: u32,
     /// Turns of the index outside the session.
     elsewhere_turns: u64,
+    /// The sampled other sessions, for the rate of a combination as it comes together.
+    sample: Sample,
+}
+
+/// The newest other sessions (at most [`spread::SAMPLED_SESSIONS`]) and, read on first need,
+/// which of their turns hold each query anchor.
+#[derive(Debug, Clone, Default)]
+struct Sample {
+    /// Session ids.
+    sessions: Vec<u32>,
+    /// Their turns, all together.
+    turns: u64,
+    /// Per query anchor: `session << 32 | turn` of the sampled turns that hold it, sorted.
+    holders: Vec<Option<Vec<u64>>>,
+    /// Per combination (a mask over the query's anchors): sampled turns holding all of it.
+    together: HashMap<u64, u64>,
+}
+
+impl Sample {
+    /// Sampled turns that hold every anchor of `matched`.
+    fn together<S: Source>(&mut self, view: &View<S>, query: &QueryAnchors, matched: u64) -> Result<u64> {
+        if let Some(&n) = self.together.get(&matched) {
+            return Ok(n);
+        }
+        let mut common: Option<Vec<u64>> = None;
+        for i in (0..query.len()).filter(|&i| matched & (1u64 << i) != 0) {
+            if self.holders[i].is_none() {
+                let mut held = Vec::new();
+                for &session in &self.sessions {
+                    let turns = spread::session_turns(view, session, &query.anchors()[i])?;
+                    held.extend(turns.into_iter().map(|t| u64::from(session) << 32 | u64::from(t)));
+                }
+                held.sort_unstable();
+                self.holders[i] = Some(held);
+            }
+            let held = self.holders[i].as_deref().unwrap_or_default();
+            common = Some(match common {
+                None => held.to_vec(),
+                Some(mut so_far) => {
+                    so_far.retain(|t| held.binary_search(t).is_ok());
+                    so_far
+                }
+            });
+            if common.as_ref().is_some_and(Vec::is_empty) {
+                break;
+            }
+        }
+        let n = common.map_or(0, |c| c.len() as u64);
+        self.together.insert(matched, n);
+        Ok(n)
+    }
 }
 
 impl Bearing {
@@ -123,6 +178,7 @@ impl Bearing {
                 rates: None,
                 history_turns,
                 elsewhere_turns: 0,
+                sample: Sample::default(),
             });
         }
         let mut rates = vec![0.0; query.len()];
@@ -167,20 +223,63 @@ impl Bearing {
             }
             topical |= 1u64 << i;
         }
-        Ok(Bearing { topical, absent, everyday, rates: Some(rates), history_turns, elsewhere_turns })
+        let sessions = match others {
+            Some(others) => others,
+            None => view.recent_sessions(counts.session, spread::SAMPLED_SESSIONS)?,
+        };
+        let mut turns = 0;
+        for &session in &sessions {
+            turns += view.session_record(session)?.map_or(0, |r| u64::from(r.turn_count));
+        }
+        let sample = Sample { sessions, turns, holders: vec![None; query.len()], together: HashMap::new() };
+        Ok(Bearing { topical, absent, everyday, rates: Some(rates), history_turns, elsewhere_turns, sample })
     }
 
     /// True if a turn holding the query anchors `matched` may be offered once the history bears
     /// on the query: it [`bears`](Self::bears) itself, or holds a word most other sessions
     /// lack (and the query names nothing absent).
-    pub fn admits(&self, matched: u64) -> bool {
-        self.bears(matched) || (self.absent == 0 && matched & !self.everyday != 0)
+    pub fn admits<S: Source>(&mut self, view: &View<S>, query: &QueryAnchors, matched: u64) -> Result<bool> {
+        if self.holds_an_ordinary_word(matched) {
+            return Ok(true);
+        }
+        self.bears(view, query, matched)
+    }
+
+    /// True if the rest of the index served as a null model: without one, every held anchor
+    /// counts as topical and nothing tells a subject from phrasing.
+    pub fn has_null_model(&self) -> bool {
+        self.rates.is_some()
+    }
+
+    /// True if `matched` holds a word that is not everyday, and nothing the query names is
+    /// absent.
+    fn holds_an_ordinary_word(&self, matched: u64) -> bool {
+        self.absent == 0 && matched & !self.everyday != 0
     }
 
     /// True if a turn holding the query anchors `matched` bears on the query: a topical anchor
     /// (when nothing the query names is absent), or a combination that a history of this
     /// length holds by chance with probability under [`SIGNIFICANCE`].
-    pub fn bears(&self, matched: u64) -> bool {
+    pub fn bears<S: Source>(&mut self, view: &View<S>, query: &QueryAnchors, matched: u64) -> Result<bool> {
+        if !self.bears_if_independent(matched) {
+            return Ok(false);
+        }
+        if (matched & self.topical != 0 && self.absent == 0) || self.rates.is_none() {
+            return Ok(true);
+        }
+        // Words that come together elsewhere (a reused phrase) are as common together as the
+        // phrase is.
+        if self.sample.turns == 0 {
+            return Ok(true);
+        }
+        let together = self.sample.together(view, query, matched)? as f64 / self.sample.turns as f64;
+        Ok(f64::from(self.history_turns) * together <= SIGNIFICANCE)
+    }
+
+    /// [`bears`](Self::bears) with the combination's rate taken as the product of its anchors'
+    /// rates, as if they came independently: the first test, and the whole one when no sample
+    /// of other sessions is at hand.
+    fn bears_if_independent(&self, matched: u64) -> bool {
         if matched & self.topical != 0 && self.absent == 0 {
             return true;
         }
@@ -221,6 +320,11 @@ struct Counts<'a> {
 mod tests {
     use super::*;
 
+    /// [`Bearing::admits`] where no sample is read (none is set up here).
+    fn admits(b: &Bearing, matched: u64) -> bool {
+        b.holds_an_ordinary_word(matched) || b.bears_if_independent(matched)
+    }
+
     fn bearing(topical: u64, rates: &[f64], turns: u32) -> Bearing {
         Bearing {
             topical,
@@ -229,25 +333,30 @@ mod tests {
             rates: Some(rates.to_vec()),
             history_turns: turns,
             elsewhere_turns: 1000,
+            sample: Sample::default(),
         }
     }
 
     #[test]
     fn a_topical_anchor_bears_whatever_else_the_turn_holds() {
         let b = bearing(0b10, &[0.2, 0.0, 0.3], 300);
-        assert!(b.bears(0b10) && b.bears(0b11) && b.bears(0b110));
-        assert!(!b.bears(0b001) && !b.bears(0b100) && !b.bears(0));
+        assert!(
+            b.bears_if_independent(0b10) && b.bears_if_independent(0b11) && b.bears_if_independent(0b110)
+        );
+        assert!(
+            !b.bears_if_independent(0b001) && !b.bears_if_independent(0b100) && !b.bears_if_independent(0)
+        );
     }
 
     #[test]
     fn common_words_bear_only_in_a_combination_rare_by_chance() {
         // 300 turns: one word at 1% is expected in 3 turns; two at 1% in 0.03 turns.
         let b = bearing(0, &[0.01, 0.01, 0.2], 300);
-        assert!(!b.bears(0b001) && !b.bears(0b010));
-        assert!(b.bears(0b011), "E = 300 × 0.01 × 0.01 = 0.03");
-        assert!(!b.bears(0b101), "E = 300 × 0.01 × 0.2 = 0.6");
+        assert!(!b.bears_if_independent(0b001) && !b.bears_if_independent(0b010));
+        assert!(b.bears_if_independent(0b011), "E = 300 × 0.01 × 0.01 = 0.03");
+        assert!(!b.bears_if_independent(0b101), "E = 300 × 0.01 × 0.2 = 0.6");
         // a shorter history makes the same pairing of commoner words rare enough
-        assert!(bearing(0, &[0.1, 0.1, 0.2], 4).bears(0b011), "E = 4 × 0.01 = 0.04");
+        assert!(bearing(0, &[0.1, 0.1, 0.2], 4).bears_if_independent(0b011), "E = 4 × 0.01 = 0.04");
     }
 
     #[test]
@@ -256,22 +365,25 @@ mod tests {
         // own word, seen nowhere else: topical, but alone no longer enough.
         let b = Bearing { absent: 0b100, ..bearing(0b010, &[0.01, 0.0, 0.3], 300) };
         assert!(
-            !b.bears(0b010),
+            !b.bears_if_independent(0b010),
             "E = 300 × 1/1001 = 0.3: a word unique to this history is no evidence alone"
         );
-        assert!(b.bears(0b011), "E = 300 × 0.01 × 1/1001 = 0.003");
-        assert!(!b.admits(0b001), "nothing but what bears is admitted");
+        assert!(b.bears_if_independent(0b011), "E = 300 × 0.01 × 1/1001 = 0.003");
+        assert!(!admits(&b, 0b001), "nothing but what bears is admitted");
         let alone = bearing(0b010, &[0.01, 0.0, 0.3], 300);
-        assert!(alone.bears(0b010));
+        assert!(alone.bears_if_independent(0b010));
     }
 
     #[test]
     fn a_turn_of_everyday_words_alone_is_never_admitted() {
         let b = Bearing { everyday: 0b011, ..bearing(0b100, &[0.2, 0.3, 0.0], 300) };
-        assert!(!b.admits(0b001) && !b.admits(0b011), "everyday words only");
-        assert!(b.admits(0b100), "the topical word");
+        assert!(!admits(&b, 0b001) && !admits(&b, 0b011), "everyday words only");
+        assert!(admits(&b, 0b100), "the topical word");
         let ordinary = Bearing { everyday: 0b001, ..bearing(0, &[0.2, 0.05, 0.0], 300) };
-        assert!(!ordinary.bears(0b010) && ordinary.admits(0b010), "a word most sessions lack is admitted");
+        assert!(
+            !ordinary.bears_if_independent(0b010) && admits(&ordinary, 0b010),
+            "a word most sessions lack is admitted"
+        );
     }
 
     #[test]
@@ -283,7 +395,8 @@ mod tests {
             rates: None,
             history_turns: 10,
             elsewhere_turns: 0,
+            sample: Sample::default(),
         };
-        assert!(b.bears(0b01) && !b.bears(0));
+        assert!(b.bears_if_independent(0b01) && !b.bears_if_independent(0));
     }
 }

@@ -200,19 +200,26 @@ where
     // Does the turn bear on the query at all (`bearing`)? One that shares only everyday words
     // with the query never enters, under either policy, and when the query names something
     // this history conspicuously lacks, only a turn holding a combination rarer than chance
-    // does: so a history that holds nothing for the query offers nothing.
+    // does: so a history that holds nothing for the query offers nothing. Without other
+    // sessions to learn phrasing from, `fill` too takes only turns that hold a focus anchor:
+    // nothing tells the rest from the person's everyday words.
+    let mut bearing = bearing;
+    let beyond_focus = fill && bearing.has_null_model();
     let mut refused = false;
-    let mut admitted = |c: &recall::Candidate| {
-        let admits = bearing.admits(c.matched);
+    let mut admitted = |c: &recall::Candidate| -> Result<bool> {
+        let admits = bearing.admits(view, &query, c.matched)?;
         refused |= !admits;
-        (fill || c.matched & focus != 0) && admits
+        Ok((beyond_focus || c.matched & focus != 0) && admits)
     };
     let mut offers = Vec::new();
     let mut pruned = Vec::new();
     let mut times: HashMap<String, u32> = HashMap::new();
     let same_time_tokens = params.estimator.estimate(&prompt::time_label(prompt::SAME_TIME));
     let (mut recalled, mut focus_tokens) = (0, 0u64);
-    for candidate in candidates.take(scan_limit).filter(|c| admitted(c)) {
+    for candidate in candidates.take(scan_limit) {
+        if !admitted(&candidate)? {
+            continue;
+        }
         if recalled >= RECALL_LIMIT && (!fill || focus_tokens >= 2 * u64::from(params.budget)) {
             break;
         }

@@ -104,7 +104,7 @@ pub(crate) fn search_hits<S: Source>(view: &View<S>, text: &str, limit: usize) -
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => e.insert(Bearing::of_session(view, hit.session, record.turn_count, &query, scored)?),
         };
-        let bears = bearing.bears(hit.matched);
+        let bears = bearing.bears(view, &query, hit.matched)?;
         let pruned = prune::prune(&turn.user, &turn.assistant, &query, hit.matched);
         let (user, assistant) = pruned.map_or((turn.user, turn.assistant), |p| (p.user, p.assistant));
         out.push(SearchHit {

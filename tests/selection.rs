@@ -74,6 +74,14 @@ fn fill_hands_whole_turns_over_where_the_budget_allows() -> TestResult {
 fn fill_takes_a_specific_lead_before_common_ones_that_score_higher() -> TestResult {
     let dir = tempfile::tempdir()?;
     let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+    // Two other conversations, longer together than this one: the null model under which
+    // `fill` may offer turns beyond the focus (without one it takes focus turns only).
+    for other in ["trains", "boats"] {
+        let other = gk.session(other)?;
+        for i in 0..30 {
+            other.add_turn(&format!("The {i}th timetable changed again."), "Check the station board.")?;
+        }
+    }
     let session = gk.session("s")?;
     // Two turns name the watchdog; every other turn names Caroline, the newest ones twice.
     let filler = "We talked for a long while about many things and nothing in particular at all today";

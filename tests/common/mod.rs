@@ -435,18 +435,9 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// xorshift64*: deterministic, so a failure replays.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+/// The generated conversations of the contamination protocol (shared with `tools/eval`), and
+/// its xorshift generator.
+#[path = "../../tools/eval/src/contamination.rs"]
+pub mod contamination;
+#[allow(unused_imports, reason = "each test binary uses its own subset of these helpers")]
+pub use contamination::Rng;

@@ -11,10 +11,12 @@
 //! cargo run --release -p eval -- --dev-dir ../shared/eval-dev [--selection]
 //! cargo run --release -p eval -- --conversations c.jsonl --tasks t.jsonl --name crosswoz --json
 //! cargo run --release -p eval -- --recall-dir ../shared/eval-dev/recall [--json]
+//! cargo run --release -p eval -- --contamination [--seeds 5]
 //! ```
 
 mod baseline;
 mod bm25;
+mod contamination;
 mod data;
 mod metrics;
 mod precision;
@@ -39,7 +41,7 @@ const DEV_SETS: [&str; 4] = ["crosswoz", "multiwoz", "kdconv-spliced", "multiwoz
 /// Measure ctxgate's topic gate against labelled continue/switch tasks, or its selection's
 /// recall against annotated evidence (--recall-dir).
 #[derive(Debug, Parser)]
-#[command(name = "eval", group(ArgGroup::new("input").required(true).args(["dev_dir", "conversations", "recall_dir"])))]
+#[command(name = "eval", group(ArgGroup::new("input").required(true).args(["dev_dir", "conversations", "recall_dir", "contamination"])))]
 struct Args {
     /// Conversations file: one turn per line, {"session","turn","user","assistant"}.
     #[arg(long, requires = "tasks", conflicts_with = "dev_dir")]
@@ -67,6 +69,14 @@ struct Args {
     /// from other dialogues, for `minimal` and `fill` beside the latest turns.
     #[arg(long)]
     selection: bool,
+    /// Run the generated contamination protocol instead (`contamination.rs`): every script,
+    /// layout, phase (fresh index or not), policy and budget (300, 4000), over `--seeds` seeds;
+    /// prints blocks taken from another topic and known subjects left unanswered.
+    #[arg(long, conflicts_with_all = ["dev_dir", "conversations", "recall_dir", "selection"])]
+    contamination: bool,
+    /// Seeds per combination for --contamination.
+    #[arg(long, default_value_t = 5, requires = "contamination")]
+    seeds: u64,
     /// Print the results as one JSON document.
     #[arg(long)]
     json: bool,
@@ -81,6 +91,9 @@ struct SetPaths {
 
 fn main() -> Result<()> {
     let args = Args::parse();
+    if args.contamination {
+        return contamination_table(args.seeds);
+    }
     if let Some(dir) = &args.recall_dir {
         eprintln!("eval: recall ...");
         let report =
@@ -121,6 +134,65 @@ fn main() -> Result<()> {
     } else {
         print!("{}", report.to_text());
     }
+    Ok(())
+}
+
+/// Prints the contamination protocol's counts, one row per combination, summed over seeds.
+fn contamination_table(seeds: u64) -> Result<()> {
+    use contamination::{Case, Layout, Phase, Script, Seen};
+    use ctxgate::Policy;
+    println!(
+        "script layout      phase policy  budget  rounds given blocks cross bare_cross answerable unanswered  rounds_crossed (median round)"
+    );
+    let mut total = Seen::default();
+    for script in [Script::Latin, Script::Han] {
+        for layout in [Layout::RoundRobin, Layout::Runs] {
+            for phase in [Phase::Early, Phase::Late] {
+                for policy in [Policy::Minimal, Policy::Fill] {
+                    for budget in [300, 4000] {
+                        let mut seen = Seen::default();
+                        for n in 0..seeds {
+                            let case = Case { script, layout, phase, policy, budget, seed: 7 + 1000 * n };
+                            seen.add(
+                                &contamination::run(&case).map_err(|e| anyhow::anyhow!("{case:?}: {e}"))?,
+                            );
+                        }
+                        seen.cross_rounds.sort_unstable();
+                        let median = seen.cross_rounds.get(seen.cross_rounds.len() / 2).copied().unwrap_or(0);
+                        println!(
+                            "{:<6} {:<11} {:<5} {:<7} {:>6} {:>7} {:>5} {:>6} {:>5} {:>10} {:>10} {:>10} {:>8} ({median})",
+                            format!("{script:?}"),
+                            format!("{layout:?}"),
+                            format!("{phase:?}"),
+                            format!("{policy:?}"),
+                            budget,
+                            seen.rounds,
+                            seen.rounds_with_blocks,
+                            seen.blocks,
+                            seen.cross_topic,
+                            seen.bare_cross_topic,
+                            seen.answerable,
+                            seen.unanswered,
+                            seen.cross_rounds.len()
+                        );
+                        if let Some(first) = &seen.first_cross {
+                            eprintln!("  first: {first}");
+                        }
+                        total.add(&seen);
+                    }
+                }
+            }
+        }
+    }
+    println!(
+        "total: {} rounds, {} blocks, {} from another topic ({} for bare follow-ups), {} of {} answerable rounds unanswered",
+        total.rounds,
+        total.blocks,
+        total.cross_topic,
+        total.bare_cross_topic,
+        total.unanswered,
+        total.answerable
+    );
     Ok(())
 }
 
