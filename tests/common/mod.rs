@@ -450,3 +450,7 @@ impl Rng {
         (self.next() % n as u64) as usize
     }
 }
+
+/// The real agents, their model stand-ins and a bounded process runner (tests/real_agents.rs).
+#[cfg(unix)]
+pub mod agents;
