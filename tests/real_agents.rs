@@ -187,12 +187,18 @@ impl World {
             .join(format!("{agent}-{}", package.version));
         std::fs::create_dir_all(&dir)?;
         let (home, project) = (self.home.display().to_string(), self.project.display().to_string());
+        // Claude Code's directory of the project's transcripts: the path, every other
+        // character than a letter or digit a `-`.
+        let encoded: String =
+            project.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
         for (i, payload) in serde_json::Deserializer::from_str(&text).into_iter::<Value>().enumerate() {
             let payload = payload?;
             let event = payload["hook_event_name"].as_str().unwrap_or("unknown").to_string();
             let source = payload["source"].as_str().map(|s| format!("-{s}")).unwrap_or_default();
-            let scrubbed =
-                serde_json::to_string_pretty(&payload)?.replace(&home, "$HOME").replace(&project, "$PROJECT");
+            let scrubbed = serde_json::to_string_pretty(&payload)?
+                .replace(&home, "$HOME")
+                .replace(&project, "$PROJECT")
+                .replace(&encoded, "$PROJECT_DIR");
             std::fs::write(dir.join(format!("{i:02}-{event}{source}.json")), format!("{scrubbed}\n"))?;
         }
         Ok(())
