@@ -51,6 +51,10 @@ const NOTHING: &str = "Thanks, that is all.";
 /// A prompt of a resumed session that the imported turn bears on too.
 const RELOAD: &str = "Which command reloads nginx after the gateway certificate renewal?";
 
+/// The first prompt of a session that is compacted: after the compaction only ctxgate's
+/// recovery has it.
+const COMPACT_FIRST: &str = "Where is the gateway's nginx configuration kept?";
+
 /// The headings ctxgate's context starts its parts with (docs/hooks.md).
 const RELATED: &str = "ctxgate: related turns from other sessions of this project";
 const REQUESTS: &str = "ctxgate: the user's requests in this session";
@@ -131,10 +135,15 @@ impl World {
         command
     }
 
-    /// Runs the agent once; the requests it sent the model come back with its stdout.
-    fn drive(&self, mut command: Command) -> Result<(String, Vec<Request>), Box<dyn std::error::Error>> {
+    /// Runs the agent once, with `input` on its stdin; the requests it sent the model come
+    /// back with its stdout.
+    fn drive(
+        &self,
+        mut command: Command,
+        input: Option<String>,
+    ) -> Result<(String, Vec<Request>), Box<dyn std::error::Error>> {
         let before = self.standin.requests().len();
-        let output = agents::run(&mut command, AGENT_LIMIT)?;
+        let output = agents::run_with_input(&mut command, input.map(String::into_bytes), AGENT_LIMIT)?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         if !output.status.success() {
             return Err(format!(
@@ -255,7 +264,7 @@ fn claude_code_gets_the_context_once_in_the_model_request() -> TestResult {
             .env("DISABLE_AUTOUPDATER", "1")
             .args(args)
             .args(["--output-format", "json"]);
-        let (stdout, requests) = world.drive(command)?;
+        let (stdout, requests) = world.drive(command, None)?;
         let result: Value = serde_json::from_str(stdout.trim())
             .map_err(|e| format!("claude's JSON result does not parse ({e}): {stdout}"))?;
         assert_eq!(result["result"], agents::CANNED_REPLY, "{result}");
@@ -291,6 +300,30 @@ fn claude_code_gets_the_context_once_in_the_model_request() -> TestResult {
     expect_count(&world, request, REQUESTS, 1)?;
     expect_count(&world, request, MARKER, 1)?;
 
+    // `/compact` in a session of two prompts (one process reading its prompts from stdin, the
+    // way `-p` takes slash commands): the model's window is now the stand-in's summary, and the
+    // `SessionStart` of source `compact` gives the requests back, once, in the request that
+    // follows.
+    let prompts = [COMPACT_FIRST, "Which ports does the gateway listen on?", "/compact", ROTATE];
+    let input: String = prompts
+        .iter()
+        .map(|p| {
+            format!("{}\n", serde_json::json!({"type": "user", "message": {"role": "user", "content": p}}))
+        })
+        .collect();
+    let mut command = world.command(&claude);
+    command
+        .env("ANTHROPIC_BASE_URL", &world.standin.base_url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-loopback")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .args(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]);
+    let (stdout, requests) = world.drive(command, Some(input))?;
+    assert!(stdout.contains("compact_boundary"), "no compaction happened:\n{stdout}");
+    let request = request_for(&requests, ROTATE)?;
+    expect_count(&world, request, REQUESTS, 1)?;
+    expect_count(&world, request, COMPACT_FIRST, 1)?;
+
     if recording {
         world.save_payloads("claude-code", CLAUDE_CODE)?;
     }
@@ -317,7 +350,7 @@ fn codex_gets_the_context_once_in_the_model_request_once_trusted() -> TestResult
     let codex_run = |args: &[&str]| {
         let mut command = world.command(&codex);
         command.env("CODEX_HOME", &codex_home).args(["exec", "--json", "--skip-git-repo-check"]).args(args);
-        let (stdout, requests) = world.drive(command)?;
+        let (stdout, requests) = world.drive(command, None)?;
         let thread = stdout
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())

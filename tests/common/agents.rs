@@ -84,8 +84,17 @@ pub fn install(package: Package) -> Result<PathBuf, Unavailable> {
 /// # Errors
 /// The program cannot start, or it ran past `limit` (the message has its stderr so far).
 pub fn run(command: &mut Command, limit: Duration) -> Result<Output, String> {
+    run_with_input(command, None, limit)
+}
+
+/// [`run`] with `input` on the program's stdin (then closed).
+pub fn run_with_input(
+    command: &mut Command,
+    input: Option<Vec<u8>>,
+    limit: Duration,
+) -> Result<Output, String> {
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -104,6 +113,9 @@ pub fn run(command: &mut Command, limit: Duration) -> Result<Output, String> {
             bytes
         })
     };
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        std::thread::spawn(move || stdin.write_all(&input));
+    }
     let stdout = child.stdout.take().map(|p| reader(Box::new(p)));
     let stderr = child.stderr.take().map(|p| reader(Box::new(p)));
     let deadline = Instant::now() + limit;
@@ -175,6 +187,7 @@ impl Standin {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (log, stopped) = (Arc::clone(&requests), Arc::clone(&stop));
+        let replies = std::sync::atomic::AtomicU64::new(0);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopped.load(Ordering::SeqCst) {
@@ -182,8 +195,11 @@ impl Standin {
                 }
                 let Ok(stream) = stream else { continue };
                 let log = Arc::clone(&log);
+                // Every reply its own id: Claude Code groups a conversation by them (a
+                // compaction needs two groups or more).
+                let id = replies.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
-                    let _ = serve(api, stream, &log);
+                    let _ = serve(api, stream, &log, id);
                 });
             }
         });
@@ -204,7 +220,7 @@ impl Drop for Standin {
     }
 }
 
-fn serve(api: Api, stream: TcpStream, log: &Mutex<Vec<Request>>) -> std::io::Result<()> {
+fn serve(api: Api, stream: TcpStream, log: &Mutex<Vec<Request>>, id: u64) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
@@ -230,7 +246,7 @@ fn serve(api: Api, stream: TcpStream, log: &Mutex<Vec<Request>>) -> std::io::Res
     if let Ok(mut log) = log.lock() {
         log.push(Request { path: path.clone(), body: body.clone() });
     }
-    let (status, kind, answer) = answer(api, &method, &path, &body);
+    let (status, kind, answer) = answer(api, &method, &path, &body, id);
     let mut stream = stream;
     write!(
         stream,
@@ -271,7 +287,7 @@ fn events(events: &[Value]) -> String {
         .collect()
 }
 
-fn answer(api: Api, method: &str, path: &str, body: &Value) -> (&'static str, &'static str, String) {
+fn answer(api: Api, method: &str, path: &str, body: &Value, id: u64) -> (&'static str, &'static str, String) {
     const SSE: &str = "text/event-stream";
     const JSON: &str = "application/json";
     let not_found = ("404 Not Found", JSON, json!({"error": {"message": "not here"}}).to_string());
@@ -286,7 +302,7 @@ fn answer(api: Api, method: &str, path: &str, body: &Value) -> (&'static str, &'
             let model = body["model"].as_str().unwrap_or("claude");
             let usage = json!({"input_tokens": 10, "output_tokens": 5});
             let message = |content: Value, stop: Value| {
-                json!({"id": "msg_standin", "type": "message", "role": "assistant", "model": model,
+                json!({"id": format!("msg_standin_{id}"), "type": "message", "role": "assistant", "model": model,
                     "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage})
             };
             if body["stream"] != json!(true) {
@@ -304,14 +320,14 @@ fn answer(api: Api, method: &str, path: &str, body: &Value) -> (&'static str, &'
             ("200 OK", SSE, stream)
         }
         Api::OpenAiResponses if path.ends_with("/responses") => {
-            let item = json!({"type": "message", "role": "assistant", "id": "msg_standin",
+            let item = json!({"type": "message", "role": "assistant", "id": format!("msg_standin_{id}"),
                 "content": [{"type": "output_text", "text": CANNED_REPLY}]});
             let usage = json!({"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5,
                 "output_tokens_details": null, "total_tokens": 15});
             let stream = events(&[
-                json!({"type": "response.created", "response": {"id": "resp_standin"}}),
+                json!({"type": "response.created", "response": {"id": format!("resp_standin_{id}")}}),
                 json!({"type": "response.output_item.done", "item": item}),
-                json!({"type": "response.completed", "response": {"id": "resp_standin", "usage": usage}}),
+                json!({"type": "response.completed", "response": {"id": format!("resp_standin_{id}"), "usage": usage}}),
             ]);
             ("200 OK", SSE, stream)
         }
