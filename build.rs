@@ -43,8 +43,8 @@ struct Tables {
 ///   with is a binary search within its first two bytes' bucket away;
 /// - `NAME.split`: each token's two halves (the merge that made it);
 /// - `NAME.prefix`: each token's longest proper prefix that is a token (u32::MAX for none);
-/// - `NAME.pairs`: the merges, `(left, right)` big-endian then the merged token, 12 bytes each,
-///   sorted by `(left, right)` (so a binary search over the first 8 bytes finds a pair).
+/// - `NAME.pairs`: the merges sorted by `(left, right)`, each as `right` then the merged token,
+///   and `NAME.lefts`: for each token (then the end), where its merges as `left` begin.
 fn write_static(out: &Path, name: &str, tables: &Tables) {
     let write = |ext: &str, bytes: Vec<u8>| {
         std::fs::write(out.join(format!("{name}.{ext}")), bytes).expect("OUT_DIR is writable");
@@ -71,12 +71,12 @@ fn write_static(out: &Path, name: &str, tables: &Tables) {
     write("prefix", le(&mut tables.next_prefix_match.iter().copied()));
     let mut pairs: Vec<(u32, u32, u32)> = tables.pair_lookup.iter().map(|(&(a, b), &c)| (a, b, c)).collect();
     pairs.sort_unstable();
-    let pairs: Vec<u8> = pairs
-        .iter()
-        .flat_map(|&(a, b, c)| [a.to_be_bytes(), b.to_be_bytes(), c.to_le_bytes()])
-        .flatten()
-        .collect();
-    write("pairs", pairs);
+    let lefts = (0..starts.len()).map(|token| {
+        let first = pairs.partition_point(|&(left, _, _)| (left as usize) < token);
+        u32::try_from(first).expect("fewer than 2^32 pairs")
+    });
+    write("lefts", le(&mut lefts.into_iter()));
+    write("pairs", le(&mut pairs.iter().flat_map(|&(_, right, merged)| [right, merged])));
 }
 
 fn main() {

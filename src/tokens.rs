@@ -116,6 +116,7 @@ macro_rules! tables {
             buckets: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".buckets")),
             split: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".split")),
             prefix: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".prefix")),
+            lefts: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".lefts")),
             pairs: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".pairs")),
         }
     };

@@ -25,6 +25,7 @@ pub(crate) struct Tables {
     pub buckets: &'static [u8],
     pub split: &'static [u8],
     pub prefix: &'static [u8],
+    pub lefts: &'static [u8],
     pub pairs: &'static [u8],
 }
 
@@ -36,7 +37,8 @@ pub(crate) struct Encoding {
     buckets: &'static [[u8; 4]],
     split: &'static [[u8; 8]],
     prefix: &'static [[u8; 4]],
-    pairs: &'static [[u8; 12]],
+    lefts: &'static [[u8; 4]],
+    pairs: &'static [[u8; 8]],
     pattern: Regex,
     /// For each pattern of `pattern`, whether its last character is a look-ahead to drop.
     lookahead: Vec<bool>,
@@ -54,10 +56,12 @@ impl Encoding {
         let (buckets, _) = tables.buckets.as_chunks::<4>();
         let (split, _) = tables.split.as_chunks::<8>();
         let (prefix, _) = tables.prefix.as_chunks::<4>();
-        let (pairs, _) = tables.pairs.as_chunks::<12>();
+        let (lefts, _) = tables.lefts.as_chunks::<4>();
+        let (pairs, _) = tables.pairs.as_chunks::<8>();
         let tokens = sorted.len();
         assert!(
             starts.len() == tokens + 1
+                && lefts.len() == tokens + 1
                 && split.len() == tokens
                 && prefix.len() == tokens
                 && buckets.len() == 65_537,
@@ -65,7 +69,18 @@ impl Encoding {
         );
         let (pattern, lookahead): (Vec<&str>, Vec<bool>) = patterns.iter().copied().unzip();
         let pattern = Regex::new_many(&pattern).expect("the encodings' own patterns compile");
-        Encoding { bytes: tables.bytes, starts, sorted, buckets, split, prefix, pairs, pattern, lookahead }
+        Encoding {
+            bytes: tables.bytes,
+            starts,
+            sorted,
+            buckets,
+            split,
+            prefix,
+            lefts,
+            pairs,
+            pattern,
+            lookahead,
+        }
     }
 
     /// The number of tokens of `text`: tiktoken's count.
@@ -109,10 +124,8 @@ impl Encoding {
     }
 
     fn halves(&self, token: u32) -> (u32, u32) {
-        let bytes = self.split[token as usize];
-        let (left, right) = bytes.split_at(4);
-        let word = |b: &[u8]| u32::from_le_bytes(b.try_into().unwrap_or_default());
-        (word(left), word(right))
+        let b = self.split[token as usize];
+        (u32::from_le_bytes([b[0], b[1], b[2], b[3]]), u32::from_le_bytes([b[4], b[5], b[6], b[7]]))
     }
 
     /// The longest token that is a proper prefix of `token`.
@@ -122,12 +135,12 @@ impl Encoding {
 
     /// The token BPE merges `left` and `right` into, if any.
     fn merged(&self, left: u32, right: u32) -> Option<u32> {
-        let mut key = [0u8; 8];
-        key[..4].copy_from_slice(&left.to_be_bytes());
-        key[4..].copy_from_slice(&right.to_be_bytes());
-        let at = self.pairs.binary_search_by(|entry| entry[..8].cmp(&key[..])).ok()?;
-        let value: [u8; 4] = self.pairs[at][8..].try_into().ok()?;
-        Some(u32::from_le_bytes(value))
+        let (from, to) = (Self::word(self.lefts[left as usize]), Self::word(self.lefts[left as usize + 1]));
+        let pairs = &self.pairs[from..to];
+        let found =
+            pairs.binary_search_by_key(&right, |e| u32::from_le_bytes([e[0], e[1], e[2], e[3]])).ok()?;
+        let e = pairs[found];
+        Some(u32::from_le_bytes([e[4], e[5], e[6], e[7]]))
     }
 
     /// The longest token `text` starts with (every byte is a token: `None` only for no text).
