@@ -94,8 +94,11 @@ fn check_output(agent: &str, event: &str, output: &str) -> TestResult {
     Ok(())
 }
 
+/// One agent version's recorded payloads: agent, version, files in the order sent.
+type Recorded = (String, String, Vec<PathBuf>);
+
 /// The recorded payloads of every agent version, in the order they were sent.
-fn recorded() -> Result<Vec<(String, String, Vec<PathBuf>)>, Box<dyn std::error::Error>> {
+fn recorded() -> Result<Vec<Recorded>, Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join("hooks");
     let mut versions = Vec::new();
     for entry in std::fs::read_dir(root)? {
