@@ -49,7 +49,9 @@ pub fn install(package: Package) -> Result<PathBuf, Unavailable> {
             .map_err(|e| Unavailable(format!("cannot make a directory for npm: {e}")))?;
         let spec = format!("{}@{}", package.name, package.version);
         let mut npm = Command::new("npm");
-        npm.args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix"])
+        // A registry out of reach fails in about a minute, not after npm's default retries.
+        npm.args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error"])
+            .args(["--fetch-timeout=30000", "--fetch-retries=1", "--prefix"])
             .arg(staging.path())
             .arg(&spec);
         let output = run(&mut npm, Duration::from_secs(600))
