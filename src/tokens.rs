@@ -1,14 +1,17 @@
 //! Token estimates (DESIGN §3.5): a replaceable part, so a real tokenizer can stand in.
 //!
 //! [`Tokenizer`] names the ones ctxgate ships: the seed's `chars × 1.5` (the default) and the
-//! OpenAI encodings `cl100k_base` and `o200k_base` (from the `bpe-openai` crate, exact counts as
-//! tiktoken's; loaded from the tables `build.rs` reduces to what counting reads). Every count of a selection (`budget.used`, each block's and projection's
+//! OpenAI encodings `cl100k_base` and `o200k_base` (the `bpe-openai` crate's tables and its
+//! counting, exact counts as tiktoken's; the tables written by `build.rs` into this binary and
+//! read where they lie, `tokens::counting`). Every count of a selection (`budget.used`, each block's and projection's
 //! `tokens`, a prompt's fit) goes through the [`TokenEstimator`] the call uses.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::LazyLock;
+
+mod counting;
 
 /// Estimates how many model tokens a text costs.
 pub trait TokenEstimator: Send + Sync {
@@ -65,9 +68,9 @@ impl Tokenizer {
         let _ = self.encoding();
     }
 
-    /// The encoding, loaded on first use and then kept for the process (one deserialization,
-    /// ~13 ms for o200k, never per call).
-    fn encoding(self) -> Option<&'static bpe_openai::Tokenizer> {
+    /// The encoding, loaded on first use and then kept for the process (its pattern compiled,
+    /// once; the tables are read where they lie).
+    fn encoding(self) -> Option<&'static counting::Encoding> {
         match self {
             Tokenizer::Chars => None,
             Tokenizer::Cl100k => Some(&CL100K),
@@ -103,18 +106,27 @@ const O200K_PATTERNS: [(&str, bool); 3] = [
     ("\\s+", false),
 ];
 
-static CL100K: LazyLock<bpe_openai::Tokenizer> = LazyLock::new(|| {
-    counting(include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.counting")), &CL100K_PATTERNS)
-});
-
-static O200K: LazyLock<bpe_openai::Tokenizer> =
-    LazyLock::new(|| counting(include_bytes!(concat!(env!("OUT_DIR"), "/o200k.counting")), &O200K_PATTERNS));
-
-/// An encoding that can count and encode, not decode: its tables are those `build.rs` keeps.
-fn counting(tables: &[u8], patterns: &[(&str, bool)]) -> bpe_openai::Tokenizer {
-    let bpe = postcard::from_bytes(tables).expect("build.rs wrote these tables");
-    bpe_openai::Tokenizer::new_lookahead(bpe, patterns, false).expect("the crate's own patterns")
+/// The tables `build.rs` wrote for the encoding `NAME`, part of this binary.
+macro_rules! tables {
+    ($name:literal) => {
+        counting::Tables {
+            bytes: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".bytes")),
+            starts: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".starts")),
+            sorted: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".sorted")),
+            buckets: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".buckets")),
+            split: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".split")),
+            prefix: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".prefix")),
+            lefts: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".lefts")),
+            pairs: include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".pairs")),
+        }
+    };
 }
+
+static CL100K: LazyLock<counting::Encoding> =
+    LazyLock::new(|| counting::Encoding::new(&tables!("cl100k"), &CL100K_PATTERNS));
+
+static O200K: LazyLock<counting::Encoding> =
+    LazyLock::new(|| counting::Encoding::new(&tables!("o200k"), &O200K_PATTERNS));
 
 impl TokenEstimator for Tokenizer {
     fn estimate(&self, text: &str) -> u32 {
@@ -192,6 +204,80 @@ mod tests {
                 {
                     assert_eq!(ours.estimate(&text[cut..]) as usize, full.count(&text[cut..]));
                 }
+            }
+        }
+    }
+
+    /// The static tables and their search count as the full encodings on generated text that
+    /// mixes scripts, digits, punctuation, whitespace runs, combining marks and emoji: words
+    /// the vocabulary has whole, pieces it has to split, and bytes of characters it barely has.
+    #[test]
+    fn static_tables_count_as_the_full_encodings_on_generated_text() {
+        const POOL: &[&str] = &[
+            "the",
+            " the",
+            "ing",
+            "tion",
+            " gateway",
+            "Certificate",
+            "rotate",
+            "zebra7731",
+            "ß",
+            "é",
+            "e\u{301}",
+            "Ω",
+            "Жук",
+            "分布式",
+            "锁",
+            "続",
+            "한국어",
+            "مرحبا",
+            "👍🏽",
+            "🧑‍💻",
+            "0",
+            "12",
+            "345",
+            "6789",
+            " ",
+            "  ",
+            "\n",
+            "\r\n",
+            "\t",
+            "\n\n\n",
+            ".",
+            ",",
+            "'s",
+            "'LL",
+            "{\"a\":",
+            "}",
+            "::",
+            "->",
+            "(",
+            ")",
+            "`",
+            "~~",
+            "\u{feff}",
+            "\u{200b}",
+            "ǅ",
+            "İ",
+            "ﬁ",
+            "𝔘",
+            "\u{10ffff}",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..3000 {
+            let len = (next() % 40) as usize;
+            let text: String = (0..len).map(|_| POOL[(next() % POOL.len() as u64) as usize]).collect();
+            for (ours, full) in
+                [(Tokenizer::O200k, bpe_openai::o200k_base()), (Tokenizer::Cl100k, bpe_openai::cl100k_base())]
+            {
+                assert_eq!(ours.estimate(&text) as usize, full.count(text.as_str()), "{ours} {text:?}");
             }
         }
     }

@@ -151,8 +151,8 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     let evidence_root = global.evidence_root.clone();
     let budget = args.budget.max(1);
     let tokenizer = global.tokenizer.unwrap_or(ctxgate::hook::HOOK_TOKENIZER);
-    // The encoding takes tens of milliseconds to load: beside reading the event, opening the
-    // index and importing the transcript, not after them.
+    // The encoding's pattern takes a few milliseconds to compile: beside reading the event,
+    // opening the index and importing the transcript, not after them.
     let _ = std::thread::Builder::new().name("tokenizer".into()).spawn(move || tokenizer.load());
     let (sender, receiver) = std::sync::mpsc::channel();
     // The work runs on its own thread so that the hook can give up at the deadline: when this

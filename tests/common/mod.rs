@@ -378,6 +378,10 @@ pub fn add_topics(env: &TestEnv, session: &str) -> TestResult {
 /// Helpers for `ctxgate serve` over MCP.
 pub mod mcp;
 
+/// The real agents, their model stand-ins and a bounded process runner (tests/real_agents.rs).
+#[cfg(unix)]
+pub mod agents;
+
 /// Another writer in the middle of a write transaction, as an import is during each batch:
 /// holds the index's write lock until dropped. Opening the index never waits; writes wait
 /// for this one, reads do not.

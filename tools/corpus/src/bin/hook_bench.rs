@@ -11,6 +11,10 @@
 //! ```
 //!
 //! The hook binary is `target/release/ctxgate` beside this one unless `--ctxgate PATH` is given.
+//! `--baseline PATH` runs another build on a copy of the same index, each call right after (or
+//! before, every other call) the one of `--ctxgate`, and prints its figures and the ratios: on
+//! a shared, noisy machine the ratio holds when the absolute figures do not. Each build's CPU
+//! time per call (user + system, of the hook processes) is printed beside its wall times.
 
 use anyhow::{Context, Result, bail};
 use corpus::timing::{ms, quantile};
@@ -20,11 +24,11 @@ use serde_json::json;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: hook_bench [--turns N (100000)] [--transcript T (2000)] [--calls R (50)] \
 [--seed X (42)] [--tool-calls] [--tokenizer NAME (the hook's default)] [--ctxgate PATH] \
-[--keep DIR (leave the index and transcript there)]";
+[--baseline PATH (another build to compare, call by call)] [--keep DIR (leave the index and transcript there)]";
 
 const PROJECT: &str = "/home/dev/src/bench-project";
 const SESSION_ID: &str = "0b5e7c1d-0000-4000-8000-00000000beef";
@@ -41,6 +45,8 @@ struct Args {
     /// `--tokenizer` for the hook; `None`, its default.
     tokenizer: Option<String>,
     ctxgate: PathBuf,
+    /// Another build, run beside `ctxgate` on a copy of the index.
+    baseline: Option<PathBuf>,
     /// Where to build the index and transcript and leave them, for a look afterwards.
     keep: Option<PathBuf>,
 }
@@ -54,6 +60,7 @@ fn parse_args() -> Result<Args> {
         seed: 42,
         tool_calls: false,
         tokenizer: None,
+        baseline: None,
         ctxgate: exe.with_file_name("ctxgate"),
         keep: None,
     };
@@ -66,6 +73,7 @@ fn parse_args() -> Result<Args> {
             "--calls" => args.calls = value()?.parse().context("--calls")?,
             "--seed" => args.seed = value()?.parse().context("--seed")?,
             "--ctxgate" => args.ctxgate = PathBuf::from(value()?),
+            "--baseline" => args.baseline = Some(PathBuf::from(value()?)),
             "--tokenizer" => args.tokenizer = Some(value()?),
             "--tool-calls" => args.tool_calls = true,
             "--keep" => args.keep = Some(PathBuf::from(value()?)),
@@ -179,13 +187,26 @@ fn main() -> Result<()> {
         }
         e.to_string()
     };
-    let started = Instant::now();
-    run_hook(&args.ctxgate, &db, args.tokenizer.as_deref(), &event("Stop", None))?;
-    println!("transcript: {} turns imported by the Stop hook in {}", args.transcript, ms(started.elapsed()));
+    // The builds measured, each with its own copy of the index (the first is `--ctxgate`).
+    let mut builds = vec![Build::new(&args.ctxgate, db.clone())];
+    if let Some(baseline) = &args.baseline {
+        let copy = dir.join("baseline");
+        std::fs::create_dir_all(&copy)?;
+        std::fs::copy(&db, copy.join("index.redb"))?;
+        builds.push(Build::new(baseline, copy.join("index.redb")));
+    }
+    for build in &builds {
+        let started = Instant::now();
+        run_hook(&build.ctxgate, &build.db, args.tokenizer.as_deref(), &event("Stop", None))?;
+        println!(
+            "transcript: {} turns imported by the Stop hook of {} in {}",
+            args.transcript,
+            build.ctxgate.display(),
+            ms(started.elapsed())
+        );
+    }
 
     let topics: Vec<TopicId> = TopicId::all().collect();
-    let mut times = Vec::with_capacity(args.calls);
-    let mut with_context = 0;
     let mut pending: Option<String> = None;
     for i in 0..args.calls {
         let turn = live.next().context("the corpus ends")?;
@@ -199,30 +220,84 @@ fn main() -> Result<()> {
         transcript.record("user", &prompt)?;
         transcript.file.flush()?;
         pending = Some(prompt.clone());
-        let started = Instant::now();
-        let stdout = run_hook(
-            &args.ctxgate,
-            &db,
-            args.tokenizer.as_deref(),
-            &event("UserPromptSubmit", Some(&prompt)),
-        )?;
-        times.push(started.elapsed());
-        with_context += usize::from(!stdout.trim().is_empty());
+        let event = event("UserPromptSubmit", Some(&prompt));
+        // Every other call the other build goes first: neither always finds the page cache
+        // warmed by the other.
+        let n = builds.len();
+        for k in 0..n {
+            let build = &mut builds[(k + i) % n];
+            let cpu = children_cpu();
+            let started = Instant::now();
+            let stdout = run_hook(&build.ctxgate, &build.db, args.tokenizer.as_deref(), &event)?;
+            build.times.push(started.elapsed());
+            let spent = children_cpu().zip(cpu).map(|(after, before)| after.saturating_sub(before));
+            build.cpu = build.cpu.zip(spent).map(|(sum, spent)| sum + spent);
+            build.with_context += usize::from(!stdout.trim().is_empty());
+        }
     }
-    let quantiles: Vec<String> =
-        [0.5, 0.95, 0.99, 1.0].iter().map(|&q| ms(quantile(&times, q))).collect::<Vec<_>>();
-    println!(
-        "prompt hook, {} turns + a {}-turn transcript that gained one turn: p50 {} | p95 {} | p99 {} | max {} ({} calls, {} with context)",
-        report.new_turns,
-        args.transcript,
-        quantiles[0],
-        quantiles[1],
-        quantiles[2],
-        quantiles[3],
-        times.len(),
-        with_context
-    );
+    let calls = u32::try_from(args.calls.max(1))?;
+    for build in &builds {
+        let quantiles: Vec<String> =
+            [0.5, 0.95, 0.99, 1.0].iter().map(|&q| ms(quantile(&build.times, q))).collect();
+        println!(
+            "prompt hook of {}, {} turns + a {}-turn transcript that gained one turn: p50 {} | p95 {} | p99 {} | max {} | CPU {} per call ({} calls, {} with context)",
+            build.ctxgate.display(),
+            report.new_turns,
+            args.transcript,
+            quantiles[0],
+            quantiles[1],
+            quantiles[2],
+            quantiles[3],
+            build.cpu.map_or_else(|| "unknown".to_string(), |cpu| ms(cpu / calls)),
+            build.times.len(),
+            build.with_context
+        );
+    }
+    if let [now, before] = &builds[..] {
+        let ratio = |q: f64| quantile(&now.times, q).as_secs_f64() / quantile(&before.times, q).as_secs_f64();
+        let cpu = now.cpu.zip(before.cpu).map(|(a, b)| a.as_secs_f64() / b.as_secs_f64());
+        println!(
+            "ratio --ctxgate / --baseline: p50 {:.2} | p95 {:.2} | CPU {}",
+            ratio(0.5),
+            ratio(0.95),
+            cpu.map_or_else(|| "unknown".to_string(), |c| format!("{c:.2}"))
+        );
+    }
     Ok(())
+}
+
+/// One build of the hook and what its calls took.
+struct Build {
+    ctxgate: PathBuf,
+    db: PathBuf,
+    times: Vec<Duration>,
+    /// CPU time of its hook processes (`None` where the platform does not say).
+    cpu: Option<Duration>,
+    with_context: usize,
+}
+
+impl Build {
+    fn new(ctxgate: &Path, db: PathBuf) -> Build {
+        Build {
+            ctxgate: ctxgate.to_path_buf(),
+            db,
+            times: Vec::new(),
+            cpu: Some(Duration::ZERO),
+            with_context: 0,
+        }
+    }
+}
+
+/// User + system CPU time of this process's waited-for children (Linux: `cutime` and `cstime`
+/// of `/proc/self/stat`, in clock ticks of 10 ms; summed over many calls, that is precise
+/// enough). `None` elsewhere.
+fn children_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // cutime and cstime are fields 16 and 17 of the whole line, 14 and 15 after the name.
+    let ticks: u64 = fields.get(13)?.parse::<u64>().ok()? + fields.get(14)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Runs the hook with `event` on stdin; fails on a non-zero exit or anything on stderr (the
