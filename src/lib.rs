@@ -70,6 +70,7 @@ mod prompt;
 mod prune;
 mod query;
 mod recall;
+pub mod redact;
 mod segment;
 mod select;
 #[cfg(feature = "server")]
