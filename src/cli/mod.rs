@@ -79,6 +79,10 @@ pub struct Cli {
     /// Only errors on stderr
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Keep secrets in what is written (API keys, tokens, passwords): by default each is
+    /// replaced by [REDACTED:rule-id] before it enters the index or the evidence root
+    #[arg(long, global = true, env = "CTXGATE_NO_REDACT")]
+    no_redact: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -157,6 +161,8 @@ pub struct Global {
     pub tokenizer: Option<Tokenizer>,
     /// How the command uses the index (from [`access`]): [`Global::open`] opens it so.
     access: Access,
+    /// Redact secrets in what is written (no `--no-redact`).
+    pub redact: bool,
 }
 
 /// How a command uses the index.
@@ -203,6 +209,7 @@ impl Global {
             busy_timeout,
             evidence_root: self.evidence_root.clone(),
             tokenizer: self.tokenizer.unwrap_or_default(),
+            redact: self.redact,
             ..Options::default()
         };
         if let Some(budget) = budget {
@@ -256,6 +263,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let access = access(&cli.command);
     let global =
         global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root, cli.tokenizer, access)?;
+    let global = Global { redact: !cli.no_redact, ..global };
     let db = global.db.clone();
     // A damaged file can make redb panic anywhere in a command: that is an error naming the
     // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
@@ -293,6 +301,7 @@ fn global(
         evidence_root,
         tokenizer: tokenizer.map(Tokenizer::from),
         access,
+        redact: true,
     })
 }
 

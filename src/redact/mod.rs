@@ -153,6 +153,24 @@ pub fn redact_in_place(text: &mut String) -> bool {
     }
 }
 
+/// Redacts an imported turn in place: its texts and its tool calls' arguments (a call's
+/// result is evidence, redacted where it is stored).
+pub(crate) fn redact_turn(turn: &mut crate::import::turns::ParsedTurn) {
+    redact_in_place(&mut turn.user);
+    redact_in_place(&mut turn.assistant);
+    for tool in &mut turn.tools {
+        redact_in_place(&mut tool.arguments);
+    }
+}
+
+/// [`redact`] of a borrowed or owned text, borrowed as it came when it holds no secret.
+pub fn redact_cow(text: Cow<'_, str>) -> Cow<'_, str> {
+    match redact(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(redacted) => Cow::Owned(redacted),
+    }
+}
+
 /// Where the secret of `matched` is: the rule's secret group, else the first group that
 /// matched something, else the whole match (gitleaks' rule).
 fn secret_span(rule: &rules::Rule, text: &str, matched: regex::Match<'_>) -> (usize, usize) {
