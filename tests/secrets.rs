@@ -13,8 +13,9 @@ use std::time::Duration;
 
 /// (rule, secret, text holding it).
 fn samples() -> Vec<(String, String, String)> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/secrets/samples.tsv"))
-        .expect("samples");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/secrets/samples.tsv"))
+            .expect("samples");
     (text.lines())
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
@@ -48,7 +49,11 @@ fn leaks(dir: &Path, samples: &[(String, String, String)]) -> Vec<String> {
 }
 
 fn leaked_in(output: &str, samples: &[(String, String, String)]) -> Vec<String> {
-    samples.iter().filter(|(_, secret, _)| output.contains(secret.as_str())).map(|(rule, _, _)| rule.clone()).collect()
+    samples
+        .iter()
+        .filter(|(_, secret, _)| output.contains(secret.as_str()))
+        .map(|(rule, _, _)| rule.clone())
+        .collect()
 }
 
 /// The samples as canonical JSONL: each in the user text, the assistant text, a tool call's
@@ -78,7 +83,10 @@ fn sharegpt(samples: &[(String, String, String)]) -> String {
     let conversations: Vec<Value> = samples
         .iter()
         .flat_map(|(rule, _, text)| {
-            [json!({"from": "human", "value": format!("my {rule} is {text}")}), json!({"from": "gpt", "value": "stored"})]
+            [
+                json!({"from": "human", "value": format!("my {rule} is {text}")}),
+                json!({"from": "gpt", "value": "stored"}),
+            ]
         })
         .collect();
     json!([{"id": "sharegpt-secrets", "conversations": conversations}]).to_string()
@@ -89,7 +97,8 @@ fn sharegpt(samples: &[(String, String, String)]) -> String {
 fn through_mcp(db: &Path, samples: &[(String, String, String)]) -> McpResult {
     let mut server = RawServer::start(db)?;
     for (i, (rule, _, text)) in samples.iter().enumerate() {
-        let arguments = json!({"session": "mcp", "user": format!("{rule} {text}"), "assistant": text}).to_string();
+        let arguments =
+            json!({"session": "mcp", "user": format!("{rule} {text}"), "assistant": text}).to_string();
         server.call_raw(100 + i as u64, "record_turn", &arguments)?;
         let response = server.response(100 + i as u64, Duration::from_secs(30))?;
         assert!(response.get("result").is_some(), "{response}");
@@ -107,8 +116,11 @@ fn through_mcp(db: &Path, samples: &[(String, String, String)]) -> McpResult {
 fn no_entry_path_stores_a_secret_and_no_read_returns_one() -> TestResult {
     let samples = samples();
     let env = TestEnv::new()?;
-    let dir = env.dir.path();
-    let root = dir.join("evidence");
+    let root = env.dir.path().join("evidence");
+    // The logs and documents read are elsewhere: every file under the index's directory is
+    // ctxgate's.
+    let logs = tempfile::tempdir()?;
+    let dir = logs.path();
     std::fs::write(dir.join("log.jsonl"), canonical(&samples))?;
     std::fs::write(dir.join("chat.json"), sharegpt(&samples))?;
     let root_arg = root.to_str().ok_or("path")?;
@@ -119,8 +131,16 @@ fn no_entry_path_stores_a_secret_and_no_read_returns_one() -> TestResult {
         let doc = dir.join(format!("doc{i}.json"));
         std::fs::write(&doc, json!({"rule": rule, "value": text}).to_string())?;
         let reference = format!("docs/{i}.json");
-        env.run(["--evidence-root", root_arg, "evidence", "put", "--ref", &reference, doc.to_str().ok_or("path")?])?
-            .ok()?;
+        env.run([
+            "--evidence-root",
+            root_arg,
+            "evidence",
+            "put",
+            "--ref",
+            &reference,
+            doc.to_str().ok_or("path")?,
+        ])?
+        .ok()?;
         std::fs::remove_file(&doc)?;
     }
     through_mcp(&env.db, &samples).map_err(|e| e.to_string())?;
@@ -128,7 +148,7 @@ fn no_entry_path_stores_a_secret_and_no_read_returns_one() -> TestResult {
     assert_eq!(stats["turns"], json!(samples.len() * 3 + 12), "{stats}");
     assert_eq!(stats["history"], json!("redacted"), "{stats}");
 
-    assert_eq!(leaks(dir, &samples), Vec::<String>::new(), "bytes on disk");
+    assert_eq!(leaks(env.dir.path(), &samples), Vec::<String>::new(), "bytes on disk");
 
     // Every read: each rule's words as the query, in each session.
     let mut outputs = String::new();
@@ -148,7 +168,10 @@ fn no_entry_path_stores_a_secret_and_no_read_returns_one() -> TestResult {
     // Imported again: the redacted history is the same history, nothing new and no conflict.
     let again: Value =
         env.run(["--json", "import", dir.join("log.jsonl").to_str().ok_or("path")?])?.ok()?.json()?;
-    assert_eq!((again["new_turns"].clone(), again["existing_turns"].clone()), (json!(0), json!(samples.len())));
+    assert_eq!(
+        (again["new_turns"].clone(), again["existing_turns"].clone()),
+        (json!(0), json!(samples.len()))
+    );
     Ok(())
 }
 

@@ -258,8 +258,14 @@ fn work(
     }
     // Waiting for a busy index past the deadline is pointless (the hook is gone by then); three
     // quarters of it leave time to report the busy index rather than only the deadline.
-    let options =
-        Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, tokenizer, redact, ..Options::default() };
+    let options = Options {
+        threads,
+        busy_timeout: deadline * 3 / 4,
+        evidence_root,
+        tokenizer,
+        redact,
+        ..Options::default()
+    };
     let gatekeeper = Gatekeeper::open(db, options)?;
     let mut given = match db.parent() {
         Some(dir) => Given::load(&dir.join(GIVEN_DIR), &event.session_id),

@@ -58,7 +58,9 @@ fn redaction_line(stats: &ctxgate::Stats) -> String {
     let history = match stats.history {
         Some(History::Redacted) => "history redacted".to_string(),
         Some(History::Raw) => "history written without redaction: `ctxgate redact` rewrites it".to_string(),
-        Some(History::Mixed) => "part of the history written without redaction: `ctxgate redact` rewrites it".to_string(),
+        Some(History::Mixed) => {
+            "part of the history written without redaction: `ctxgate redact` rewrites it".to_string()
+        }
         None if stats.turns == 0 => "nothing written yet".to_string(),
         None => "history written before redaction was recorded: `ctxgate redact` rewrites it".to_string(),
     };

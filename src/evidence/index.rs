@@ -324,7 +324,8 @@ impl Gatekeeper {
         };
         // Redacted before anything is compared or written: a result stored redacted is the
         // same result when its log is imported again.
-        let redacted: Vec<Cow<'_, [u8]>> = self.in_pool(|| outputs.par_iter().map(|o| self.redacted(&o.bytes)).collect());
+        let redacted: Vec<Cow<'_, [u8]>> =
+            self.in_pool(|| outputs.par_iter().map(|o| self.redacted(&o.bytes)).collect());
         let view = self.store().read()?;
         let root_path = self.root_for(&view.evidence_meta()?, None)?;
         let mut sessions: BTreeMap<&str, Option<u32>> = BTreeMap::new();
@@ -391,14 +392,9 @@ impl Gatekeeper {
                     .par_iter()
                     .map(|(output, bytes, session)| {
                         root.write_once(&output.reference, bytes).map_err(|e| fail(output, e.to_string()))?;
-                        self.prepare(
-                            &output.reference,
-                            bytes,
-                            &EvidenceOptions::default(),
-                            Some(*session),
-                        )
-                        .map(|(_, r)| r)
-                        .map_err(|e| fail(output, e.to_string()))
+                        self.prepare(&output.reference, bytes, &EvidenceOptions::default(), Some(*session))
+                            .map(|(_, r)| r)
+                            .map_err(|e| fail(output, e.to_string()))
                     })
                     .collect()
             });
