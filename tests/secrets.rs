@@ -192,3 +192,36 @@ fn no_redact_keeps_the_raw_history_and_says_so() -> TestResult {
     assert!(text.contains("ctxgate redact"), "{text}");
     Ok(())
 }
+
+#[test]
+fn verify_secrets_lists_them_and_redact_removes_them_from_an_existing_index() -> TestResult {
+    let samples = samples();
+    let some = &samples[..8];
+    let env = TestEnv::new()?;
+    let logs = tempfile::tempdir()?;
+    let log = logs.path().join("log.jsonl");
+    std::fs::write(&log, canonical(some))?;
+    env.run(["--no-redact", "import", log.to_str().ok_or("path")?])?.ok()?;
+    assert_eq!(leaks(env.dir.path(), some).len(), some.len() * 2, "the raw index and evidence hold them");
+
+    // Listed by rule and place, never printed.
+    let listed = env.run(["verify", "--secrets"])?.expect_code(1)?;
+    assert_eq!(leaked_in(&listed.stdout, some), Vec::<String>::new(), "{}", listed.stdout);
+    for (rule, _, _) in some {
+        assert!(listed.stdout.contains(&format!("secret     {rule} in session \"imported\"")), "{rule}: {}", listed.stdout);
+    }
+    let json: Value = env.run(["--json", "verify", "--secrets"])?.expect_code(1)?.json()?;
+    assert!(json["findings"].as_array().is_some_and(|f| f.len() >= some.len() * 3), "{json}");
+
+    let redacted = env.run(["--json", "redact"])?.ok()?.json::<Value>()?;
+    assert_eq!(redacted["turns_redacted"], json!(some.len()), "{redacted}");
+    assert_eq!(leaks(env.dir.path(), some), Vec::<String>::new(), "after redact");
+    env.run(["verify", "--secrets"])?.ok()?;
+    env.run(["verify"])?.ok()?;
+    let stats: Value = env.run(["--json", "stats"])?.ok()?.json()?;
+    assert_eq!(stats["history"], json!("redacted"), "{stats}");
+    // The redacted history is the log's history: imported again, nothing is new.
+    let again: Value = env.run(["--json", "import", log.to_str().ok_or("path")?])?.ok()?.json()?;
+    assert_eq!((again["new_turns"].clone(), again["existing_turns"].clone()), (json!(0), json!(some.len())));
+    Ok(())
+}

@@ -130,14 +130,18 @@ enum Command {
     Sessions,
     /// What the index holds: sessions, turns, anchors, postings, file size
     Stats(stats::StatsArgs),
-    /// Check that postings, document frequencies and counts agree with the stored turns (exit 1 if not)
-    Verify,
+    /// Check that postings, document frequencies and counts agree with the stored turns (exit 1 if not);
+    /// with --secrets, list the secrets the index and its evidence hold instead
+    Verify(verify::Args),
     /// Delete a session, or every session that ended before a date, with all its postings
     Forget(forget::Args),
     /// Fold pending turns, pack and reorder posting chunks, and give free space back to the file system
     Compact,
     /// Derive every posting and count again from the stored turns, into a new file that replaces the old one
     Rebuild,
+    /// Rewrite the index and its evidence root with every secret redacted (as `rebuild`: a new
+    /// file that replaces the old one when complete)
+    Redact,
     /// Serve the index to agents over the Model Context Protocol (stdio)
     Serve(serve::Args),
     /// Evidence documents: store (printing the projection), index a tree, show, project, list
@@ -189,11 +193,11 @@ fn access(command: &Command) -> Access {
         | Command::Show(_)
         | Command::Sessions
         | Command::Stats(_)
-        | Command::Verify => Access::Read,
+        | Command::Verify(_) => Access::Read,
         // A hook creates the index itself, so that no error escapes it (`hook` module doc).
         Command::Hook(_) => Access::Read,
         // Rebuild reads the old file read-only and writes a new one (`ctxgate::rebuild`).
-        Command::Compact | Command::Rebuild => Access::Write,
+        Command::Compact | Command::Rebuild | Command::Redact => Access::Write,
         Command::Forget(args) => forget::access(args),
         Command::Evidence(args) => evidence::access(args),
     }
@@ -317,10 +321,11 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
         Command::Search(args) => search::run(global, &args),
         Command::Sessions => sessions::run(global),
         Command::Stats(args) => stats::run(global, &args),
-        Command::Verify => verify::run(global),
+        Command::Verify(args) => verify::run(global, &args),
         Command::Forget(args) => forget::run(global, &args),
         Command::Compact => compact::run(global),
         Command::Rebuild => rebuild::run(global),
+        Command::Redact => rebuild::run_redact(global),
         Command::Serve(args) => serve::run(global, &args),
         Command::Evidence(args) => evidence::run(global, &args),
         Command::Hook(args) => hook::run(global, args),

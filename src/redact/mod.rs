@@ -150,15 +150,12 @@ pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
 /// again (compact) only if one changed.
 pub fn redact_text_or_json(text: &str) -> Cow<'_, str> {
     let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        if let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text) {
-            if !redact_json_strings(&mut value) {
-                return redact(text);
-            }
-            if let Ok(json) = serde_json::to_string(&value) {
-                return Cow::Owned(redact(&json).into_owned());
-            }
-        }
+    if (trimmed.starts_with('{') || trimmed.starts_with('['))
+        && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text)
+        && redact_json_strings(&mut value)
+        && let Ok(json) = serde_json::to_string(&value)
+    {
+        return Cow::Owned(redact(&json).into_owned());
     }
     redact(text)
 }
