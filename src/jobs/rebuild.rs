@@ -266,7 +266,8 @@ fn copy(
             let mut turns = source.turns(old_id, from, REBUILD_BATCH)?;
             let Some(&(last, _)) = turns.last() else { break };
             if redact {
-                report.turns_redacted += turns.par_iter_mut().map(|(_, t)| u64::from(redact_turn(t))).sum::<u64>();
+                report.turns_redacted +=
+                    turns.par_iter_mut().map(|(_, t)| u64::from(redact_turn(t))).sum::<u64>();
                 for (_, t) in &turns {
                     digest = next_digest(digest, &t.user, &t.assistant);
                 }

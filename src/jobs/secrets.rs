@@ -39,7 +39,8 @@ impl Gatekeeper {
             names.insert(id, session.name.clone());
             for turn in 0..session.turn_count {
                 let Some(record) = view.turn_record(id, turn)? else { continue };
-                let mut texts = vec![("user", record.user.as_str()), ("assistant", record.assistant.as_str())];
+                let mut texts =
+                    vec![("user", record.user.as_str()), ("assistant", record.assistant.as_str())];
                 texts.extend(record.tools.iter().map(|t| ("tool arguments", t.arguments.as_str())));
                 for (field, text) in texts {
                     found.extend(findings(text).into_iter().map(|rule| SecretFinding {
@@ -68,7 +69,8 @@ impl Gatekeeper {
                 field,
                 evidence_ref: Some(record.reference.clone()),
             };
-            found.extend(findings(&record.projection).into_iter().map(|rule| at(rule, "evidence projection")));
+            found
+                .extend(findings(&record.projection).into_iter().map(|rule| at(rule, "evidence projection")));
             let bytes = root
                 .as_ref()
                 .and_then(|root| root.read(&EvidenceRef::parse(&record.reference).ok()?).ok())
