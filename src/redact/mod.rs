@@ -77,7 +77,7 @@ pub fn find(text: &str) -> Vec<Finding> {
     }
     let mut found = Vec::new();
     for (rule, _) in rules.rules.iter().zip(&picked).filter(|(_, picked)| **picked) {
-        for matched in rule.regex.find_iter(text) {
+        for matched in rule.regex.get().find_iter(text) {
             let (start, end) = secret_span(rule, text, matched);
             if start == end {
                 continue;
@@ -214,11 +214,12 @@ pub fn redact_cow(text: Cow<'_, str>) -> Cow<'_, str> {
 /// Where the secret of `matched` is: the rule's secret group, else the first group that
 /// matched something, else the whole match (gitleaks' rule).
 fn secret_span(rule: &rules::Rule, text: &str, matched: regex::Match<'_>) -> (usize, usize) {
-    if rule.regex.captures_len() < 2 {
+    let regex = rule.regex.get();
+    if regex.captures_len() < 2 {
         return (matched.start(), matched.end());
     }
     // The same leftmost match, with its groups: searched from where it starts.
-    let Some(captures) = rule.regex.captures_at(text, matched.start()) else {
+    let Some(captures) = regex.captures_at(text, matched.start()) else {
         return (matched.start(), matched.end());
     };
     let group = match rule.secret_group {
@@ -288,6 +289,15 @@ mod tests {
         // gitleaks' rules that have a regex and no path, and ctxgate's own.
         assert!(rule_count() > 200, "{} rules", rule_count());
         assert!(RULES.rules.iter().any(|r| r.id == "url-userinfo-password"));
+    }
+
+    #[test]
+    fn every_rule_compiles() {
+        let rules = &*RULES;
+        let allowlists = (rules.global.iter()).chain(rules.rules.iter().flat_map(|r| r.allowlists.iter()));
+        let regexes = (rules.rules.iter().map(|r| &r.regex)).chain(allowlists.flat_map(|a| a.regexes()));
+        let failed: Vec<String> = regexes.filter_map(|r| r.check().err()).collect();
+        assert!(failed.is_empty(), "{}", failed.join("\n"));
     }
 
     #[test]
@@ -427,6 +437,7 @@ mod false_positives {
     /// Findings in ordinary developer text: this repository's code and the fixtures' logs
     /// (hashes, UUIDs, base64, commit ids). The rate is in docs/secrets.md.
     #[test]
+    #[allow(clippy::print_stderr)] // the measurement, for docs/secrets.md (`-- --nocapture`)
     fn ordinary_text_is_almost_never_redacted() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = Vec::new();
@@ -457,14 +468,14 @@ mod false_positives {
             }
         }
         let rate = flagged.len() as f64 / lines as f64;
-        println!(
+        eprintln!(
             "{} findings in {lines} lines of {} files ({:.4}%)",
             flagged.len(),
             files.len(),
             rate * 100.0
         );
         for f in &flagged {
-            println!("{f}");
+            eprintln!("{f}");
         }
         assert!(rate < 0.001, "{} findings in {lines} lines", flagged.len());
     }

@@ -9,6 +9,7 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use regex::Regex;
 use serde::Deserialize;
+use std::sync::OnceLock;
 
 /// A rules file in gitleaks' format (the fields this crate applies; the others, such as
 /// `description` and `tags`, are ignored).
@@ -67,7 +68,7 @@ pub(super) struct Allowlist {
     /// `condition = "AND"`: every criterion it has must hold (else any one).
     all: bool,
     target: Target,
-    regexes: Vec<Regex>,
+    regexes: Vec<LazyRegex>,
     /// Lower-cased; a secret that contains one is allowed.
     stopwords: Vec<String>,
     /// It names paths or commits, which text without a file never matches.
@@ -82,6 +83,12 @@ pub(super) struct Candidate<'t> {
 }
 
 impl Allowlist {
+    /// Every regex, for the test that compiles them all.
+    #[cfg(test)]
+    pub(super) fn regexes(&self) -> &[LazyRegex] {
+        &self.regexes
+    }
+
     fn new(toml: AllowlistToml, rule: &str) -> Result<Self, String> {
         let target = match toml.regex_target.as_deref() {
             None | Some("secret") => Target::Secret,
@@ -89,7 +96,7 @@ impl Allowlist {
             Some("line") => Target::Line,
             Some(other) => return Err(format!("rule {rule}: unknown regexTarget {other:?}")),
         };
-        let regexes = (toml.regexes.iter()).map(|r| compile(r, rule)).collect::<Result<_, _>>()?;
+        let regexes = toml.regexes.iter().map(|r| LazyRegex::new(r, rule)).collect();
         Ok(Allowlist {
             all: toml.condition.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("and")),
             target,
@@ -107,7 +114,7 @@ impl Allowlist {
             Target::Match => found.matched,
             Target::Line => found.line,
         };
-        let regex = (!self.regexes.is_empty()).then(|| self.regexes.iter().any(|r| r.is_match(text)));
+        let regex = (!self.regexes.is_empty()).then(|| self.regexes.iter().any(|r| r.get().is_match(text)));
         let stopword = (!self.stopwords.is_empty()).then(|| {
             let secret = found.secret.to_lowercase();
             self.stopwords.iter().any(|s| secret.contains(s.as_str()))
@@ -126,7 +133,7 @@ impl Allowlist {
 #[derive(Debug)]
 pub(super) struct Rule {
     pub id: String,
-    pub regex: Regex,
+    pub regex: LazyRegex,
     /// The capture group that is the secret: `secretGroup`, else 0 for "the first group that
     /// matched, or the whole match".
     pub secret_group: usize,
@@ -182,7 +189,7 @@ impl RuleSet {
                     .map(|a| Allowlist::new(a, &rule.id))
                     .collect::<Result<_, _>>()?;
                 rules.push(Rule {
-                    regex: compile(regex, &rule.id)?,
+                    regex: LazyRegex::new(regex, &rule.id),
                     secret_group: rule.secret_group.unwrap_or(0),
                     entropy: rule.entropy.unwrap_or(0.0),
                     allowlists,
@@ -199,8 +206,35 @@ impl RuleSet {
     }
 }
 
-fn compile(pattern: &str, rule: &str) -> Result<Regex, String> {
-    Regex::new(&go_to_rust(pattern)).map_err(|e| format!("rule {rule}: {e}"))
+/// A rule's regex, compiled the first time a text picks its rule: a process that redacts a
+/// few turns (a hook's import) compiles the few rules their keywords pick, not all 200.
+#[derive(Debug)]
+pub(super) struct LazyRegex {
+    /// The pattern, translated ([`go_to_rust`]).
+    pattern: String,
+    rule: String,
+    compiled: OnceLock<Regex>,
+}
+
+impl LazyRegex {
+    fn new(go_pattern: &str, rule: &str) -> Self {
+        LazyRegex { pattern: go_to_rust(go_pattern), rule: rule.to_string(), compiled: OnceLock::new() }
+    }
+
+    /// The compiled regex. Every rule file is part of the build and a test compiles each of
+    /// its regexes (`redact::tests::every_rule_compiles`): one that does not is a bug.
+    pub(super) fn get(&self) -> &Regex {
+        self.compiled.get_or_init(|| {
+            Regex::new(&self.pattern)
+                .unwrap_or_else(|e| panic!("rule {}: its regex does not compile: {e}", self.rule))
+        })
+    }
+
+    /// Compiles it now, or says why it does not compile.
+    #[cfg(test)]
+    pub(super) fn check(&self) -> Result<(), String> {
+        Regex::new(&self.pattern).map(|_| ()).map_err(|e| format!("rule {}: {e}", self.rule))
+    }
 }
 
 /// A Go (RE2) pattern as the same pattern for `regex`: literal braces escaped, and the Perl
