@@ -60,6 +60,10 @@ pub struct Options {
     /// What the budget counts (DESIGN §3.5). Default [`Tokenizer::Chars`], the seed's
     /// `chars × 1.5`; [`Gatekeeper::set_token_estimator`] replaces it.
     pub tokenizer: Tokenizer,
+    /// Whether secrets are redacted where text enters the index and the evidence root
+    /// ([`crate::redact`], `docs/secrets.md`). Default true; false keeps the raw history
+    /// (`--no-redact`), and the index records that it holds text written without it.
+    pub redact: bool,
 }
 
 impl Default for Options {
@@ -73,6 +77,7 @@ impl Default for Options {
             quick_repair: false,
             evidence_root: None,
             tokenizer: Tokenizer::Chars,
+            redact: true,
         }
     }
 }
@@ -131,6 +136,13 @@ pub struct Stats {
     pub pending_turns: u64,
     /// Size of the index file in bytes.
     pub file_bytes: u64,
+    /// Whether this run redacts secrets in what it writes ([`Options::redact`]).
+    pub redaction: bool,
+    /// How the index's text was written, as it records it (`None`: nothing recorded, an
+    /// index that holds nothing or that a ctxgate without redaction wrote).
+    pub history: Option<crate::RedactionHistory>,
+    /// The rules of its last redacting write.
+    pub redaction_rules: Option<String>,
 }
 
 /// An open index: the entry point of the library.
@@ -239,8 +251,13 @@ impl Gatekeeper {
 
     /// What the index holds.
     pub fn stats(&self) -> Result<Stats> {
-        let counts = self.store.read()?.counts()?;
+        let view = self.store.read()?;
+        let counts = view.counts()?;
+        let recorded = view.redaction()?;
         Ok(Stats {
+            redaction: self.options.redact,
+            history: recorded.as_ref().map(|r| r.history),
+            redaction_rules: recorded.and_then(|r| r.rules),
             sessions: counts.sessions,
             turns: counts.turns,
             anchors: counts.anchors,

@@ -70,6 +70,7 @@ mod prompt;
 mod prune;
 mod query;
 mod recall;
+pub mod redact;
 mod segment;
 mod select;
 #[cfg(feature = "server")]
@@ -91,6 +92,7 @@ pub use query::QueryAnchor;
 pub use search::SearchHit;
 pub use select::{Budget, EmptyBecause, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 pub use session::{MAX_TEXT_BYTES, Session};
+pub use store::redaction::History as RedactionHistory;
 pub use store::{Error as StoreError, TableSize, catch_damage, catch_panic, name_damaged_file};
 pub use types::TurnId;
 pub use write::{

@@ -5,12 +5,14 @@ use crate::gate::GateDecision;
 use crate::gatekeeper::Gatekeeper;
 use crate::pipeline::{self, SelectParams};
 use crate::prompt;
+use crate::redact::redact_within;
 use crate::segment::{self, SessionRef};
 use crate::select::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 use crate::tokens::TokenEstimator;
 use crate::write::turn::{self, Postings, PreparedTurn};
 
 pub use crate::types::TurnId;
+use std::borrow::Cow;
 
 /// Largest accepted text of one side of a turn, or of a query.
 pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
@@ -53,8 +55,13 @@ impl<'g> Session<'g> {
         }
         let estimator = self.gatekeeper.estimator();
         let tokens = estimator.estimate(user).saturating_add(estimator.estimate(assistant));
-        let prepared = PreparedTurn::new(user.to_string(), assistant.to_string(), None, Vec::new());
+        let (user, assistant) = match self.gatekeeper.options().redact {
+            true => (redact_within(user, MAX_TEXT_BYTES), redact_within(assistant, MAX_TEXT_BYTES)),
+            false => (Cow::Borrowed(user), Cow::Borrowed(assistant)),
+        };
+        let prepared = PreparedTurn::new(user.into_owned(), assistant.into_owned(), None, Vec::new());
         let turn = self.gatekeeper.store().write(|view| -> Result<TurnId> {
+            view.note_text_written(self.gatekeeper.options().redact)?;
             let (id, mut record) = turn::session_for_write(view, &self.name)?;
             let (turn, _) = turn::append_turn(view, id, &mut record, prepared, Postings::Logged)?;
             view.put_session(id, &record)?;

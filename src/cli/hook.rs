@@ -149,6 +149,7 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     let db = global.db.clone();
     let threads = global.threads;
     let evidence_root = global.evidence_root.clone();
+    let redact = global.redact;
     let budget = args.budget.max(1);
     let tokenizer = global.tokenizer.unwrap_or(ctxgate::hook::HOOK_TOKENIZER);
     // The encoding's pattern takes a few milliseconds to compile: beside reading the event,
@@ -161,7 +162,7 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     let spawned = std::thread::Builder::new().name("hook".into()).spawn(move || {
         let mut event_name = None;
         let result = ctxgate::catch_panic(&db, || {
-            let setup = Setup { threads, evidence_root, deadline, budget, tokenizer };
+            let setup = Setup { threads, evidence_root, deadline, budget, tokenizer, redact };
             work(&db, agent, setup, &mut event_name)
         });
         let result = match result {
@@ -230,6 +231,7 @@ struct Setup {
     deadline: Duration,
     budget: u32,
     tokenizer: ctxgate::tokens::Tokenizer,
+    redact: bool,
 }
 
 /// The directory of the hooks' records of what each agent session was given.
@@ -243,7 +245,7 @@ fn work(
     setup: Setup,
     event_name: &mut Option<String>,
 ) -> anyhow::Result<Option<(Option<Context>, Given)>> {
-    let Setup { threads, evidence_root, deadline, budget, tokenizer } = setup;
+    let Setup { threads, evidence_root, deadline, budget, tokenizer, redact } = setup;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
     let event = Event::parse(&input)?;
@@ -256,8 +258,14 @@ fn work(
     }
     // Waiting for a busy index past the deadline is pointless (the hook is gone by then); three
     // quarters of it leave time to report the busy index rather than only the deadline.
-    let options =
-        Options { threads, busy_timeout: deadline * 3 / 4, evidence_root, tokenizer, ..Options::default() };
+    let options = Options {
+        threads,
+        busy_timeout: deadline * 3 / 4,
+        evidence_root,
+        tokenizer,
+        redact,
+        ..Options::default()
+    };
     let gatekeeper = Gatekeeper::open(db, options)?;
     let mut given = match db.parent() {
         Some(dir) => Given::load(&dir.join(GIVEN_DIR), &event.session_id),

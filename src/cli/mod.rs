@@ -79,6 +79,10 @@ pub struct Cli {
     /// Only errors on stderr
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Keep secrets in what is written (API keys, tokens, passwords): by default each is
+    /// replaced by [REDACTED:rule-id] before it enters the index or the evidence root
+    #[arg(long, global = true, env = "CTXGATE_NO_REDACT")]
+    no_redact: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -126,14 +130,18 @@ enum Command {
     Sessions,
     /// What the index holds: sessions, turns, anchors, postings, file size
     Stats(stats::StatsArgs),
-    /// Check that postings, document frequencies and counts agree with the stored turns (exit 1 if not)
-    Verify,
+    /// Check that postings, document frequencies and counts agree with the stored turns (exit 1 if not);
+    /// with --secrets, list the secrets the index and its evidence hold instead
+    Verify(verify::Args),
     /// Delete a session, or every session that ended before a date, with all its postings
     Forget(forget::Args),
     /// Fold pending turns, pack and reorder posting chunks, and give free space back to the file system
     Compact,
     /// Derive every posting and count again from the stored turns, into a new file that replaces the old one
     Rebuild,
+    /// Rewrite the index and its evidence root with every secret redacted (as `rebuild`: a new
+    /// file that replaces the old one when complete)
+    Redact,
     /// Serve the index to agents over the Model Context Protocol (stdio)
     Serve(serve::Args),
     /// Evidence documents: store (printing the projection), index a tree, show, project, list
@@ -157,6 +165,8 @@ pub struct Global {
     pub tokenizer: Option<Tokenizer>,
     /// How the command uses the index (from [`access`]): [`Global::open`] opens it so.
     access: Access,
+    /// Redact secrets in what is written (no `--no-redact`).
+    pub redact: bool,
 }
 
 /// How a command uses the index.
@@ -183,11 +193,11 @@ fn access(command: &Command) -> Access {
         | Command::Show(_)
         | Command::Sessions
         | Command::Stats(_)
-        | Command::Verify => Access::Read,
+        | Command::Verify(_) => Access::Read,
         // A hook creates the index itself, so that no error escapes it (`hook` module doc).
         Command::Hook(_) => Access::Read,
         // Rebuild reads the old file read-only and writes a new one (`ctxgate::rebuild`).
-        Command::Compact | Command::Rebuild => Access::Write,
+        Command::Compact | Command::Rebuild | Command::Redact => Access::Write,
         Command::Forget(args) => forget::access(args),
         Command::Evidence(args) => evidence::access(args),
     }
@@ -203,6 +213,7 @@ impl Global {
             busy_timeout,
             evidence_root: self.evidence_root.clone(),
             tokenizer: self.tokenizer.unwrap_or_default(),
+            redact: self.redact,
             ..Options::default()
         };
         if let Some(budget) = budget {
@@ -256,6 +267,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let access = access(&cli.command);
     let global =
         global(cli.db, cli.json, cli.threads, cli.busy_timeout, cli.evidence_root, cli.tokenizer, access)?;
+    let global = Global { redact: !cli.no_redact, ..global };
     let db = global.db.clone();
     // A damaged file can make redb panic anywhere in a command: that is an error naming the
     // file (exit 5), and a panic elsewhere an internal error, never a raw panic (exit 101).
@@ -293,6 +305,7 @@ fn global(
         evidence_root,
         tokenizer: tokenizer.map(Tokenizer::from),
         access,
+        redact: true,
     })
 }
 
@@ -308,10 +321,11 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
         Command::Search(args) => search::run(global, &args),
         Command::Sessions => sessions::run(global),
         Command::Stats(args) => stats::run(global, &args),
-        Command::Verify => verify::run(global),
+        Command::Verify(args) => verify::run(global, &args),
         Command::Forget(args) => forget::run(global, &args),
         Command::Compact => compact::run(global),
         Command::Rebuild => rebuild::run(global),
+        Command::Redact => rebuild::run_redact(global),
         Command::Serve(args) => serve::run(global, &args),
         Command::Evidence(args) => evidence::run(global, &args),
         Command::Hook(args) => hook::run(global, args),

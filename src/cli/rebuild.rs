@@ -1,10 +1,20 @@
-//! `ctxgate rebuild`: derives the postings again from the stored turns, into a new file.
+//! `ctxgate rebuild`: derives the postings again from the stored turns, into a new file;
+//! `ctxgate redact`: the same, with every secret of the turns and the evidence redacted.
 
 use super::{Global, output};
 use std::fmt::Write;
 
 /// Rebuilds the index and prints what was copied.
 pub fn run(global: &Global) -> anyhow::Result<()> {
+    run_job(global, false)
+}
+
+/// Rewrites the index and its evidence root without secrets and prints what changed.
+pub fn run_redact(global: &Global) -> anyhow::Result<()> {
+    run_job(global, true)
+}
+
+fn run_job(global: &Global, redact: bool) -> anyhow::Result<()> {
     let busy_timeout = std::time::Duration::try_from_secs_f64(global.busy_timeout)
         .map_err(|_| anyhow::anyhow!("--busy-timeout must be a number of seconds from 0 to 10^19"))?;
     let options = ctxgate::Options { threads: global.threads, busy_timeout, ..ctxgate::Options::default() };
@@ -15,7 +25,10 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
             let rate = p.turns_done as f64 / started.elapsed().as_secs_f64().max(1e-9);
             format!("turns {}/{}  {:.0} turns/s   ", p.turns_done, p.turns_total, rate)
         },
-        |progress| ctxgate::jobs::rebuild_with_progress(&global.db, &options, progress),
+        |progress| match redact {
+            true => ctxgate::jobs::redact_with_progress(&global.db, &options, progress),
+            false => ctxgate::jobs::rebuild_with_progress(&global.db, &options, progress),
+        },
     )?;
     if global.json {
         return output::print_json(&report);
@@ -31,6 +44,13 @@ pub fn run(global: &Global) -> anyhow::Result<()> {
         "evidence   {} from their files, {} from their projections (file gone or changed)",
         report.evidence, report.evidence_from_projection
     );
+    if redact {
+        let _ = writeln!(
+            out,
+            "redacted   {} turns, {} evidence documents held a secret",
+            report.turns_redacted, report.evidence_redacted
+        );
+    }
     let _ = writeln!(out, "file       {} -> {} bytes", report.bytes_before, report.bytes_after);
     output::print_text(&out)
 }

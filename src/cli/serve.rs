@@ -25,6 +25,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         cache_bytes: args.cache_mib.saturating_mul(1024 * 1024),
         evidence_root: global.evidence_root.clone(),
         tokenizer: global.tokenizer.unwrap_or_default(),
+        redact: global.redact,
         ..Options::default()
     };
     // Fail now, not on the first request, if the file is not a usable index; a busy index is

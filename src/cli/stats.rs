@@ -44,10 +44,30 @@ pub fn run(global: &Global, args: &StatsArgs) -> anyhow::Result<()> {
         stats.file_bytes as f64 / 1048576.0,
         stats.file_bytes
     );
+    let _ = writeln!(out, "redaction  {}", redaction_line(&stats));
     if let Some(tables) = &tables {
         write_tables(&mut out, tables, stats.turns);
     }
     output::print_text(&out)
+}
+
+/// Whether this run redacts, and how the history was written.
+fn redaction_line(stats: &ctxgate::Stats) -> String {
+    use ctxgate::RedactionHistory as History;
+    let now = if stats.redaction { "on" } else { "off (--no-redact)" };
+    let history = match stats.history {
+        Some(History::Redacted) => "history redacted".to_string(),
+        Some(History::Raw) => "history written without redaction: `ctxgate redact` rewrites it".to_string(),
+        Some(History::Mixed) => {
+            "part of the history written without redaction: `ctxgate redact` rewrites it".to_string()
+        }
+        None if stats.turns == 0 => "nothing written yet".to_string(),
+        None => "history written before redaction was recorded: `ctxgate redact` rewrites it".to_string(),
+    };
+    match &stats.redaction_rules {
+        Some(rules) => format!("{now}; {history} ({rules})"),
+        None => format!("{now}; {history}"),
+    }
 }
 
 /// One line a table: its bytes in all, per turn, and how they split.

@@ -14,6 +14,7 @@ use crate::store::{Source, View};
 use crate::types::anchor_hash;
 use rayon::prelude::*;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -119,6 +120,7 @@ impl Gatekeeper {
     ) -> Result<Projection> {
         let reference = EvidenceRef::parse(reference)?;
         self.check_writable()?;
+        let bytes = &*self.redacted(bytes);
         let meta = self.store().read()?.evidence_meta()?;
         let root = EvidenceRoot::create(&self.root_for(&meta, None)?)?;
         root.write_once(&reference, bytes)?;
@@ -173,7 +175,9 @@ impl Gatekeeper {
                             return Ok(None);
                         }
                         let session = before.and_then(|(_, s)| *s);
-                        self.prepare(reference, &bytes, options, session)
+                        // The file is the user's and stays as it is; what the index keeps of
+                        // it (projection, anchors) is redacted.
+                        self.prepare(reference, &self.redacted(&bytes), options, session)
                             .map(|(_, r)| Some(r))
                             .map_err(|e| skip(e.to_string()))
                     })
@@ -318,13 +322,17 @@ impl Gatekeeper {
             session: output.session.clone(),
             reason,
         };
+        // Redacted before anything is compared or written: a result stored redacted is the
+        // same result when its log is imported again.
+        let redacted: Vec<Cow<'_, [u8]>> =
+            self.in_pool(|| outputs.par_iter().map(|o| self.redacted(&o.bytes)).collect());
         let view = self.store().read()?;
         let root_path = self.root_for(&view.evidence_meta()?, None)?;
         let mut sessions: BTreeMap<&str, Option<u32>> = BTreeMap::new();
         // Each ref once per import: the first output that has it is the one stored.
         let mut planned: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
         let mut todo = Vec::new();
-        for output in outputs {
+        for (output, bytes) in outputs.iter().zip(&redacted) {
             let session = match sessions.get(output.session.as_str()) {
                 Some(&id) => id,
                 None => {
@@ -337,7 +345,7 @@ impl Gatekeeper {
                 result.failed.push(fail(output, "its session is not in the index".into()));
                 continue;
             };
-            let digest = xxhash_rust::xxh3::xxh3_64(&output.bytes);
+            let digest = xxhash_rust::xxh3::xxh3_64(bytes);
             match planned.get(output.reference.as_str()) {
                 Some(&first) if first == digest => continue,
                 Some(_) => {
@@ -366,14 +374,14 @@ impl Gatekeeper {
             {
                 continue;
             }
-            todo.push((output, session));
+            todo.push((output, bytes, session));
         }
         drop(view);
         let root = match EvidenceRoot::create(&root_path) {
             Ok(root) => root,
             Err(e) => {
                 let reason = format!("the evidence root cannot be opened: {e}");
-                result.failed.extend(todo.iter().map(|(output, _)| fail(output, reason.clone())));
+                result.failed.extend(todo.iter().map(|(output, _, _)| fail(output, reason.clone())));
                 return Ok(result);
             }
         };
@@ -382,17 +390,11 @@ impl Gatekeeper {
             let prepared: Vec<std::result::Result<EvidenceRecord, FailedToolOutput>> = self.in_pool(|| {
                 batch
                     .par_iter()
-                    .map(|(output, session)| {
-                        root.write_once(&output.reference, &output.bytes)
-                            .map_err(|e| fail(output, e.to_string()))?;
-                        self.prepare(
-                            &output.reference,
-                            &output.bytes,
-                            &EvidenceOptions::default(),
-                            Some(*session),
-                        )
-                        .map(|(_, r)| r)
-                        .map_err(|e| fail(output, e.to_string()))
+                    .map(|(output, bytes, session)| {
+                        root.write_once(&output.reference, bytes).map_err(|e| fail(output, e.to_string()))?;
+                        self.prepare(&output.reference, bytes, &EvidenceOptions::default(), Some(*session))
+                            .map(|(_, r)| r)
+                            .map_err(|e| fail(output, e.to_string()))
                     })
                     .collect()
             });
@@ -409,9 +411,18 @@ impl Gatekeeper {
         Ok(result)
     }
 
+    /// `bytes` as evidence keeps them: redacted unless [`crate::Options::redact`] is off.
+    fn redacted<'b>(&self, bytes: &'b [u8]) -> Cow<'b, [u8]> {
+        match self.options().redact {
+            true => crate::redact::redact_bytes(bytes),
+            false => Cow::Borrowed(bytes),
+        }
+    }
+
     /// Indexes `records` under `root` in one transaction.
     fn put_records(&self, root: &str, records: &[EvidenceRecord]) -> Result<()> {
         self.store().write(|view| -> Result<()> {
+            view.note_text_written(self.options().redact)?;
             view.set_evidence_root(root)?;
             for record in records {
                 view.put_evidence(record)?;

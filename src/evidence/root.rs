@@ -229,6 +229,42 @@ impl EvidenceRoot {
         }
     }
 
+    /// Replaces the existing document `reference` with `bytes` (`ctxgate redact`): written to
+    /// a temporary file of a unique name, synced, then renamed over it, so a crash leaves the
+    /// old document or the new one. Evidence is otherwise never modified ([`Self::write_once`]).
+    ///
+    /// # Errors
+    /// [`RootError::Refused`] for a directory on the way that is a link out of the root,
+    /// [`RootError::Io`].
+    pub fn replace(&self, reference: &EvidenceRef, bytes: &[u8]) -> Result<(), RootError> {
+        let (parent, name) = match reference.as_str().rsplit_once('/') {
+            Some((parent, name)) => (Some(parent), name),
+            None => (None, reference.as_str()),
+        };
+        let dir = match parent {
+            Some(parent) => self.dir.open_dir(parent).map_err(|e| self.open_error(reference, e))?,
+            None => self
+                .dir
+                .try_clone()
+                .map_err(|source| RootError::Io { path: self.path.clone(), cause: source })?,
+        };
+        let temp = temp_name();
+        let written = (|| {
+            let mut options = OpenOptions::new();
+            options.write(true).create_new(true);
+            let mut file = dir.open_with(&temp, &options)?;
+            file.write_all(bytes)?;
+            file.sync_all()?;
+            dir.rename(&temp, &dir, name)
+        })();
+        if written.is_err() {
+            let _ = dir.remove_file(&temp);
+        }
+        written.map_err(|cause| RootError::Io { path: self.path.join(reference.as_str()), cause })?;
+        sync_dir(&dir);
+        Ok(())
+    }
+
     fn same_or_exists(&self, reference: &EvidenceRef, bytes: &[u8]) -> Result<Written, RootError> {
         match self.read_file(reference) {
             Ok((existing, _)) if existing == bytes => Ok(Written::Existing),

@@ -11,11 +11,16 @@
 mod compact;
 pub(crate) mod forget;
 mod rebuild;
+mod secrets;
 mod verify;
 
 pub use compact::{AUTO_COMPACT_MIN_BYTES, CompactPhase, CompactProgress, CompactReport};
 pub use forget::ForgetReport;
-pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress};
+pub use rebuild::{
+    RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress,
+    redact_with_progress,
+};
+pub use secrets::SecretFinding;
 pub use verify::{MAX_PROBLEMS, Problem, VerifyPhase, VerifyProgress, VerifyReport};
 
 use crate::anchor;

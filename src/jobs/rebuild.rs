@@ -7,6 +7,8 @@ use crate::error::Result;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
+use crate::store::records::{TurnRecord, next_digest};
+use crate::store::redaction::RedactionRecord;
 use crate::store::turn_text::{self, TextDictionary};
 use crate::store::{IndexLock, real_path};
 use crate::store::{PendingRow, SourceIndex, Store, StoreOptions, records::ForwardRecord};
@@ -39,6 +41,11 @@ pub struct RebuildReport {
     pub bytes_before: u64,
     /// Size of the new file, in bytes.
     pub bytes_after: u64,
+    /// `ctxgate redact`: turns whose text or tool arguments held a secret.
+    pub turns_redacted: u64,
+    /// `ctxgate redact`: evidence documents (files under the root, or projections) that held
+    /// one.
+    pub evidence_redacted: u64,
 }
 
 /// What scratch files of a rebuild of `path` are named with: `<name>.rebuild` (a build
@@ -113,7 +120,33 @@ pub fn rebuild_with_progress(
     options: &Options,
     progress: &mut dyn FnMut(RebuildProgress),
 ) -> Result<RebuildReport> {
-    let path = real_path(path.as_ref());
+    rebuild_as(path.as_ref(), options, false, progress)
+}
+
+/// `ctxgate redact`: [`rebuild`] with every turn's texts and tool arguments, every evidence
+/// projection and every document under the evidence root redacted ([`crate::redact`]). The
+/// new file replaces the old one when complete; a document is replaced by its redacted bytes
+/// (a temporary file renamed over it) before the new file goes live, so a crash leaves the
+/// old index, whose documents are then redacted already, or the new one. The index then
+/// records its history as redacted.
+///
+/// # Errors
+/// As [`rebuild`].
+pub fn redact_with_progress(
+    path: impl AsRef<Path>,
+    options: &Options,
+    progress: &mut dyn FnMut(RebuildProgress),
+) -> Result<RebuildReport> {
+    rebuild_as(path.as_ref(), options, true, progress)
+}
+
+fn rebuild_as(
+    path: &Path,
+    options: &Options,
+    redact: bool,
+    progress: &mut dyn FnMut(RebuildProgress),
+) -> Result<RebuildReport> {
+    let path = real_path(path);
     let path = path.as_path();
     let store_options = StoreOptions {
         cache_bytes: options.cache_bytes,
@@ -138,7 +171,7 @@ pub fn rebuild_with_progress(
     let target = path.with_file_name(target);
     let mut report = RebuildReport { bytes_before, ..RebuildReport::default() };
     let mut new = Store::open(&target, &store_options)?;
-    let copied = copy(&source, &new, &mut report, progress);
+    let copied = copy(&source, &new, &mut report, redact, progress);
     if let Err(e) = copied {
         drop(new);
         let _ = std::fs::remove_file(&target);
@@ -200,15 +233,26 @@ fn copy(
     source: &SourceIndex,
     new: &Store,
     report: &mut RebuildReport,
+    redact: bool,
     progress: &mut dyn FnMut(RebuildProgress),
 ) -> Result<()> {
     let mut new_ids = std::collections::HashMap::new();
     let sessions = source.sessions()?;
     let turns_total = sessions.iter().map(|(_, r)| u64::from(r.turn_count)).sum();
-    if let Some(dictionary) = train_dictionary(source, &sessions)? {
+    if let Some(dictionary) = train_dictionary(source, &sessions, redact)? {
         new.write(|view| view.add_text_dictionary(&dictionary))?;
     }
-    for (old_id, record) in sessions {
+    let recorded = match redact {
+        true => Some(RedactionRecord {
+            history: crate::RedactionHistory::Redacted,
+            rules: Some(crate::redact::RULES_VERSION.to_string()),
+        }),
+        false => source.redaction()?,
+    };
+    if let Some(recorded) = recorded {
+        new.write(|view| view.set_redaction(&recorded, None))?;
+    }
+    for (old_id, mut record) in sessions {
         let id = new.write(|view| -> Result<u32> {
             let (id, _) = view.create_session(&record.name)?;
             view.put_session(id, &record)?;
@@ -217,9 +261,17 @@ fn copy(
         report.sessions += 1;
         new_ids.insert(old_id, id);
         let mut from = 0u32;
+        let mut digest = 0;
         loop {
-            let turns = source.turns(old_id, from, REBUILD_BATCH)?;
+            let mut turns = source.turns(old_id, from, REBUILD_BATCH)?;
             let Some(&(last, _)) = turns.last() else { break };
+            if redact {
+                report.turns_redacted +=
+                    turns.par_iter_mut().map(|(_, t)| u64::from(redact_turn(t))).sum::<u64>();
+                for (_, t) in &turns {
+                    digest = next_digest(digest, &t.user, &t.assistant);
+                }
+            }
             let forwards: Vec<ForwardRecord> =
                 turns.par_iter().map(|(_, t)| derive_forward(&t.user, &t.assistant)).collect();
             new.write(|view| -> Result<()> {
@@ -236,8 +288,27 @@ fn copy(
                 None => break,
             }
         }
+        if redact {
+            // The session's digest is over its texts as stored: the redacted ones, which a
+            // later import of its log compares with (`write::plan`).
+            record.digest = digest;
+            new.write(|view| -> Result<()> { Ok(view.put_session(id, &record)?) })?;
+        }
     }
-    copy_evidence(source, new, &new_ids, report)
+    copy_evidence(source, new, &new_ids, report, redact)
+}
+
+/// Redacts a stored turn in place (texts, tool arguments); true if it held a secret.
+fn redact_turn(turn: &mut TurnRecord) -> bool {
+    let mut changed = crate::redact::redact_in_place(&mut turn.user);
+    changed |= crate::redact::redact_in_place(&mut turn.assistant);
+    for tool in &mut turn.tools {
+        if let std::borrow::Cow::Owned(redacted) = crate::redact::redact_text_or_json(&tool.arguments) {
+            tool.arguments = redacted;
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// A text dictionary for the new file, trained on the first turns of each session (an even
@@ -246,12 +317,17 @@ fn copy(
 fn train_dictionary(
     source: &SourceIndex,
     sessions: &[(u32, crate::store::records::SessionRecord)],
+    redact: bool,
 ) -> Result<Option<TextDictionary>> {
     let per_session = (4 * REBUILD_BATCH / sessions.len().max(1)).clamp(8, REBUILD_BATCH);
     let mut bodies = Vec::new();
     let mut bytes = 0;
     for (id, _) in sessions {
-        for (_, t) in source.turns(*id, 0, per_session)? {
+        for (_, mut t) in source.turns(*id, 0, per_session)? {
+            // A dictionary holds strings of what it was trained on: never a secret.
+            if redact {
+                redact_turn(&mut t);
+            }
             let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
             bytes += body.len();
             bodies.push(body);
@@ -285,6 +361,7 @@ fn copy_evidence(
     new: &Store,
     new_ids: &std::collections::HashMap<u32, u32>,
     report: &mut RebuildReport,
+    redact: bool,
 ) -> Result<()> {
     let meta = source.evidence_meta()?;
     let records = source.evidence()?;
@@ -293,9 +370,16 @@ fn copy_evidence(
     }
     // Read beneath the root only; a root that is gone leaves every document to its projection.
     let root = meta.root.as_deref().and_then(|root| EvidenceRoot::open(Path::new(root)).ok());
+    let redacted = std::sync::atomic::AtomicU64::new(0);
     let rederived: Vec<(EvidenceRecord, bool)> = records
         .into_par_iter()
         .filter_map(|mut record| {
+            let mut held = false;
+            if redact {
+                let projection = crate::redact::redact_text_or_json(&record.projection).into_owned();
+                held = projection != record.projection;
+                record.projection = projection;
+            }
             // The tool output of a session that no longer exists goes with it.
             record.session = match record.session {
                 Some(old) => Some(*new_ids.get(&old)?),
@@ -305,7 +389,14 @@ fn copy_evidence(
                 .as_ref()
                 .and_then(|root| root.read(&EvidenceRef::parse(&record.reference).ok()?).ok())
                 .map(|document| document.bytes)
-                .filter(|bytes| xxhash_rust::xxh3::xxh3_64(bytes) == record.digest);
+                .filter(|bytes| xxhash_rust::xxh3::xxh3_64(bytes) == record.digest)
+                .and_then(|bytes| match redact {
+                    true => redact_document(root.as_ref()?, &mut record, bytes, &mut held),
+                    false => Some(bytes),
+                });
+            if held {
+                redacted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             let from_file = on_disk.is_some();
             let doc = match on_disk {
                 Some(bytes) => {
@@ -322,6 +413,7 @@ fn copy_evidence(
             Some((record, from_file))
         })
         .collect();
+    report.evidence_redacted = redacted.into_inner();
     for batch in rederived.chunks(256) {
         new.write(|view| -> Result<()> {
             if let Some(root) = &meta.root {
@@ -339,4 +431,28 @@ fn copy_evidence(
         })?;
     }
     Ok(())
+}
+
+/// The document's bytes redacted, written over its file when they changed (its record's
+/// digest follows); `None` if the file cannot be replaced (its anchors then come from the
+/// redacted projection).
+fn redact_document(
+    root: &EvidenceRoot,
+    record: &mut EvidenceRecord,
+    bytes: Vec<u8>,
+    held: &mut bool,
+) -> Option<Vec<u8>> {
+    let clean = crate::redact::redact_bytes(&bytes);
+    if let std::borrow::Cow::Borrowed(_) = clean {
+        return Some(bytes);
+    }
+    let clean = clean.into_owned();
+    let reference = EvidenceRef::parse(&record.reference).ok()?;
+    if let Err(e) = root.replace(&reference, &clean) {
+        log::warn!("{}: not redacted: {e}", record.reference);
+        return None;
+    }
+    *held = true;
+    record.digest = xxhash_rust::xxh3::xxh3_64(&clean);
+    Some(clean)
 }

@@ -62,6 +62,7 @@ mod keys;
 mod lists;
 pub(crate) mod postings;
 pub(crate) mod records;
+pub mod redaction;
 mod run_file;
 mod runs;
 mod norms;

@@ -57,6 +57,16 @@ impl SourceIndex {
         Ok(SourceIndex { db, path: path.to_path_buf(), format_version: meta.format_version })
     }
 
+    /// What the index records of its redaction ([`super::redaction`]).
+    pub fn redaction(&self) -> Result<Option<super::redaction::RedactionRecord>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(META)?;
+        match table.get("redaction")? {
+            Some(bytes) => postcard::from_bytes(bytes.value()).map(Some).map_err(|e| corrupt("redaction", e)),
+            None => Ok(None),
+        }
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path

@@ -250,6 +250,9 @@ impl<'g> Writer<'g> {
             self.sizer.probe(&first);
             self.sizer.fill(&mut first, &mut read, &mut turns)?;
         }
+        // Before anything of a batch is kept, its text dictionary included.
+        let redact = self.gatekeeper.options().redact;
+        redact_batch(&mut first, redact);
         let dictionary = match self.gatekeeper.store().read()?.text_dictionary()? {
             Some((_, dictionary)) => Some(dictionary),
             None => train_dictionary(&first),
@@ -258,7 +261,12 @@ impl<'g> Writer<'g> {
         *self.dictionary.borrow_mut() = dictionary;
         let into_runs = turns.peek().is_some();
         let sizer = &self.sizer;
-        let batches = std::iter::from_fn(move || sizer.next_batch(&mut turns));
+        let batches = std::iter::from_fn(move || sizer.next_batch(&mut turns)).map(move |batch| {
+            batch.map(|(mut batch, read)| {
+                redact_batch(&mut batch, redact);
+                (batch, read)
+            })
+        });
         if !into_runs {
             return self.write_batches(first, batches, false);
         }
@@ -329,6 +337,7 @@ impl<'g> Writer<'g> {
         let mut spent = Vec::new();
         let mut run_turns = 0;
         self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
+            view.note_text_written(self.gatekeeper.options().redact)?;
             let runs_wait = view.runs_wait()?;
             // A few turns while another import's runs wait (a hook's, say) are stored as
             // turns added one at a time are: pending, without merging the runs first.
@@ -592,6 +601,14 @@ impl PreparedBatch {
             + (ranks.capacity() + in_block_order.capacity() + earlier.capacity()) * size_of::<u32>()
             + blocks.capacity() * size_of::<NewBlock>()
             + grouped.heap_bytes()
+    }
+}
+
+/// Redacts the secrets of a batch's turns (`redact` on), in parallel: a file's new turns are
+/// redacted here, whatever their format.
+fn redact_batch(batch: &mut Batch, redact: bool) {
+    if redact {
+        batch.par_iter_mut().for_each(|(_, turn)| crate::redact::redact_turn(turn));
     }
 }
 

@@ -597,7 +597,10 @@ fn plan(
     let view = gatekeeper.store().read()?;
     for plan in &mut plans {
         if format.is_live_log() && plan.turns.last().is_some_and(ParsedTurn::is_unanswered) {
-            plan.held_back_request = plan.turns.pop().map(|t| t.user).filter(|u| !u.trim().is_empty());
+            plan.held_back_request =
+                (plan.turns.pop().map(|t| t.user).filter(|u| !u.trim().is_empty())).map(|u| {
+                    if gatekeeper.options().redact { crate::redact::redact(&u).into_owned() } else { u }
+                });
             plan.held_back = 1;
         }
         let mut continuation = Continuation::new(gatekeeper, &view, offsets, &plan.session)?;

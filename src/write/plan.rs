@@ -7,6 +7,9 @@
 //! with the stored turns without reading them; when it cannot (the file is shorter than the
 //! history, or differs), or when an earlier file of the same import already fed the session
 //! (`offset` > 0), the turns are compared one by one.
+//!
+//! With redaction on, the file's turns are compared in their redacted form, the form stored:
+//! a history imported again is the same history (`crate::redact` is deterministic).
 
 use crate::error::{Error, Result};
 use crate::gatekeeper::Gatekeeper;
@@ -29,6 +32,8 @@ pub(super) struct Continuation {
     digest: u64,
     /// Turns of the file seen so far.
     seen: usize,
+    /// The file's turns are redacted before they are compared ([`crate::Options::redact`]).
+    redact: bool,
 }
 
 impl Continuation {
@@ -54,6 +59,7 @@ impl Continuation {
             record_digest,
             digest: 0,
             seen: 0,
+            redact: gatekeeper.options().redact,
         })
     }
 
@@ -68,6 +74,7 @@ impl Continuation {
         assistant: &str,
     ) -> Result<()> {
         if self.seen < self.stored {
+            let (user, assistant) = (&*self.redacted(user), &*self.redacted(assistant));
             if self.offset == 0 {
                 self.digest = next_digest(self.digest, user, assistant);
             } else if !self.stored_turn_is(view, self.seen, user, assistant)? {
@@ -110,7 +117,8 @@ impl Continuation {
     ) -> Result<()> {
         for (position, turn) in turns.into_iter().take(self.stored).enumerate() {
             let (user, assistant) = turn?;
-            if !self.stored_turn_is(view, position, user.as_ref(), assistant.as_ref())? {
+            let (user, assistant) = (self.redacted(user.as_ref()), self.redacted(assistant.as_ref()));
+            if !self.stored_turn_is(view, position, &user, &assistant)? {
                 return Err(self.conflict(path, position));
             }
         }
@@ -119,6 +127,14 @@ impl Continuation {
             return Err(self.conflict(path, self.stored - 1));
         }
         Ok(())
+    }
+
+    /// A text of the file as it is stored.
+    fn redacted<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        match self.redact {
+            true => crate::redact::redact(text),
+            false => std::borrow::Cow::Borrowed(text),
+        }
     }
 
     fn stored_turn_is<S: Source>(

@@ -325,6 +325,13 @@ pub struct StatsDoc {
     pub postings: u64,
     pub pending_turns: u64,
     pub file_bytes: u64,
+    /// Whether the run redacts (no `--no-redact`).
+    pub redaction: bool,
+    /// How the history was written: `redacted`, `raw`, `mixed`, or null.
+    #[serde(deserialize_with = "required")]
+    pub history: Option<String>,
+    #[serde(deserialize_with = "required")]
+    pub redaction_rules: Option<String>,
     pub schema_version: u32,
 }
 
