@@ -1052,3 +1052,46 @@ fn r50_a_reply_written_before_its_prompt_is_paired_with_it() -> TestResult {
     assert_eq!(stored_turns(&whole, session)?, expected, "one import of the finished file");
     Ok(())
 }
+
+/// A fake GitHub token in gitleaks' shape (`fixtures/secrets/samples.tsv`), in a turn the
+/// hook imports and then finds, in this session and from another session of the project: the
+/// context holds the marker, never the token, and neither does the index file.
+#[test]
+fn the_hook_gives_no_secret_back_from_this_session_or_another() -> TestResult {
+    let token = "ghp_FMJ8dtoLxfz60Hq1jT9bGsHm2ohs2yJSFSCn";
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let mut earlier = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-00000000005e", PROJECT);
+    earlier.turn(
+        &format!("The deploy bot failed. Its github_api_token = \"{token}\" was set in the workflow."),
+        "The workflow reads the deploy bot token from the repository secrets instead now.",
+    )?;
+    for (user, assistant) in TURNS {
+        earlier.turn(user, assistant)?;
+    }
+    let prompt = "Which token did the deploy bot workflow use?";
+    earlier.record("user", prompt)?;
+    let own = expect_context(
+        &hook(
+            &db,
+            "claude-code",
+            &bytes(&earlier.event("UserPromptSubmit", json!({ "prompt": prompt }))),
+            &[],
+        )?,
+        "UserPromptSubmit",
+    )?;
+    assert!(own.contains("deploy bot") && own.contains("[REDACTED:github-pat]"), "{own}");
+    assert!(!own.contains(token), "the session's own part gave the token back:\n{own}");
+
+    // A new session of the same project asks again: the other-sessions part.
+    let mut later = ClaudeTranscript::new(dir.path(), "3f6a2b1c-0000-4000-8000-00000000005f", PROJECT);
+    later.record("user", prompt)?;
+    let run =
+        hook(&db, "claude-code", &bytes(&later.event("UserPromptSubmit", json!({ "prompt": prompt }))), &[])?;
+    let other = expect_context(&run, "UserPromptSubmit")?;
+    assert!(other.contains("deploy bot"), "{other}");
+    assert!(!other.contains(token), "the other-sessions part gave the token back:\n{other}");
+    let stored = std::fs::read(&db)?;
+    assert!(memchr::memmem::find(&stored, token.as_bytes()).is_none(), "the index file holds the token");
+    Ok(())
+}
