@@ -207,6 +207,9 @@ impl From<crate::evidence::RootError> for Error {
     fn from(e: crate::evidence::RootError) -> Self {
         match e {
             crate::evidence::RootError::Refused { .. } => Error::BadRef(e.to_string()),
+            crate::evidence::RootError::TooLarge { .. } => {
+                Error::InvalidInput { what: "evidence document", reason: e.to_string() }
+            }
             _ => Error::Evidence(e.to_string()),
         }
     }

@@ -118,6 +118,12 @@ impl Gatekeeper {
         options: &EvidenceOptions<'_>,
     ) -> Result<Projection> {
         let reference = EvidenceRef::parse(reference)?;
+        if let Some(why) = crate::limits::evidence_too_large(bytes.len() as u64) {
+            return Err(Error::InvalidInput {
+                what: "evidence document",
+                reason: format!("{reference}: {why}"),
+            });
+        }
         self.check_writable()?;
         let meta = self.store().read()?.evidence_meta()?;
         let root = EvidenceRoot::create(&self.root_for(&meta, None)?)?;

@@ -40,8 +40,10 @@ pub const TRAIN_READ_BYTES: usize = 4 * TRAIN_SAMPLE_BYTES;
 const MAX_DICTIONARY_BYTES: usize = 64 << 10;
 
 /// Largest text a row may claim to hold when decompressed: a damaged row is an error, never a
-/// huge allocation. Both texts at `Session::add_turn`'s limit, with room for tool arguments.
-const MAX_BODY_BYTES: u64 = 4 * crate::session::MAX_TEXT_BYTES as u64;
+/// huge allocation. Far above the largest turn accepted now ([`crate::limits::MAX_TURN_BYTES`]):
+/// versions before the limit stored turns of any size (34 MB ones were seen), and a turn that
+/// was stored must read back. It used to be 32 MiB, which made such turns unreadable.
+const MAX_BODY_BYTES: u64 = 1 << 30;
 
 /// What the gate decided when the turn was added, and its segment: stored uncompressed, and
 /// written by the one writer (the gate needs the history), where the body is compressed
@@ -271,7 +273,7 @@ impl Decoders {
                     .ok()
                     .flatten()
                     .filter(|&size| size <= MAX_BODY_BYTES)
-                    .ok_or_else(|| damaged(&"no size in its zstd frame"))?;
+                    .ok_or_else(|| damaged(&"no size (or a size over 1 GiB) in its zstd frame"))?;
                 decompressed = decompressor.decompress(body, size as usize).map_err(|e| damaged(&e))?;
                 &decompressed
             }
@@ -439,6 +441,17 @@ mod tests {
             // Either an error or some record: never a panic.
             let _ = decode(&mut decoders, &flipped);
         }
+    }
+
+    /// A turn larger than today's limit, as versions before it stored (34 MB bricked its
+    /// session: reads refused frames over 32 MiB), reads back.
+    #[test]
+    fn a_turn_stored_before_the_limit_reads_back() {
+        let r = record(&"lease renewal ".repeat(34_000_000 / 14), "ok");
+        let text = encoded(&r, None);
+        assert!(text.compressed);
+        let row = row(&r, &text, None).unwrap();
+        assert_eq!(decode(&mut Decoders::default(), &row).unwrap(), r);
     }
 
     /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
