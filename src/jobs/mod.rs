@@ -15,7 +15,9 @@ mod verify;
 
 pub use compact::{AUTO_COMPACT_MIN_BYTES, CompactPhase, CompactProgress, CompactReport};
 pub use forget::ForgetReport;
-pub use rebuild::{RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress};
+pub use rebuild::{
+    DroppedRecord, RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress,
+};
 pub use verify::{MAX_PROBLEMS, Problem, VerifyPhase, VerifyProgress, VerifyReport};
 
 use crate::anchor;

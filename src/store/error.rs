@@ -106,6 +106,23 @@ pub enum Error {
         /// What was found.
         detail: String,
     },
+    /// A damaged file that `rebuild` cannot read either (its repair fails).
+    #[error("{} is damaged beyond what `ctxgate rebuild` can read: {detail}; restore the file from a backup, or import the logs it came from into a new index (the file is left as it was)", .path.display())]
+    Unrecoverable {
+        /// The file.
+        path: PathBuf,
+        /// What was found.
+        detail: String,
+    },
+    /// `rebuild` left out records of a damaged file that could not be read: the new index holds
+    /// every other one.
+    #[error("{} was rebuilt from every record that could be read, but {detail}: those records are not in the index; import the logs they came from again, or restore them from a backup", .path.display())]
+    RebuiltWithLoss {
+        /// The index.
+        path: PathBuf,
+        /// What was left out, and where the old file is kept.
+        detail: String,
+    },
     /// The run file of an interrupted import does not hold what the index recorded of it.
     /// `verify` cannot help (opening the index merges the runs first); `rebuild` reads only the
     /// stored turns.
@@ -148,7 +165,9 @@ impl Error {
             Error::UnknownIndex { .. } => ErrorKind::UnknownIndex,
             Error::ReadOnly { .. } => ErrorKind::ReadOnly,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            Error::Damaged { .. } => ErrorKind::Damaged,
+            Error::Damaged { .. } | Error::RebuiltWithLoss { .. } | Error::Unrecoverable { .. } => {
+                ErrorKind::Damaged
+            }
             Error::Database(_) => ErrorKind::Database,
             Error::Internal { .. } => ErrorKind::Internal,
         }
