@@ -168,9 +168,30 @@ impl Error {
             Error::Damaged { .. } | Error::RebuiltWithLoss { .. } | Error::Unrecoverable { .. } => {
                 ErrorKind::Damaged
             }
+            // A write the file system refused (a full disk): what to do is about the disk.
+            Error::Database(redb::Error::Io(_)) => ErrorKind::Io,
             Error::Database(_) => ErrorKind::Database,
             Error::Internal { .. } => ErrorKind::Internal,
         }
+    }
+
+    /// Whether this is a write the file system refused (a full disk, a read-only file system,
+    /// a quota), not a problem of the file.
+    pub(crate) fn is_write_failure(&self) -> bool {
+        let io = match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Database(redb::Error::Io(e)) => Some(e),
+            _ => None,
+        };
+        io.is_some_and(|e| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::StorageFull
+                    | std::io::ErrorKind::QuotaExceeded
+                    | std::io::ErrorKind::ReadOnlyFilesystem
+                    | std::io::ErrorKind::PermissionDenied
+            )
+        })
     }
 
     /// An invariant of the storage code that does not hold (its callers broke it).
