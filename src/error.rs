@@ -56,6 +56,9 @@ pub enum Error {
     /// Evidence that cannot be stored, found or read.
     #[error("{0}")]
     Evidence(String),
+    /// An evidence document whose file no longer has the bytes it was indexed with.
+    #[error("{0}")]
+    EvidenceChanged(String),
     /// A projection spec that cannot be used.
     #[error(transparent)]
     Spec(#[from] crate::evidence::SpecError),
@@ -91,6 +94,7 @@ impl Error {
             Error::UnknownSession { .. } => ErrorKind::UnknownSession,
             Error::BadRef(_) => ErrorKind::BadRef,
             Error::Evidence(_) => ErrorKind::Evidence,
+            Error::EvidenceChanged(_) => ErrorKind::EvidenceChanged,
             Error::Spec(_) => ErrorKind::BadSpec,
             Error::Internal { .. } => ErrorKind::Internal,
         }
@@ -138,6 +142,8 @@ pub enum ErrorKind {
     BadRef,
     /// Evidence that cannot be stored, found or read.
     Evidence,
+    /// An evidence document's file changed since it was indexed (restore it, or index it again).
+    EvidenceChanged,
     /// A projection spec that cannot be used.
     BadSpec,
     /// A bug in ctxgate.
@@ -166,6 +172,7 @@ impl ErrorKind {
             ErrorKind::UnknownSession => "unknown_session",
             ErrorKind::BadRef => "bad_ref",
             ErrorKind::Evidence => "evidence",
+            ErrorKind::EvidenceChanged => "evidence_changed",
             ErrorKind::BadSpec => "bad_spec",
             ErrorKind::Internal => "internal",
         }
@@ -207,6 +214,9 @@ impl From<crate::evidence::RootError> for Error {
     fn from(e: crate::evidence::RootError) -> Self {
         match e {
             crate::evidence::RootError::Refused { .. } => Error::BadRef(e.to_string()),
+            crate::evidence::RootError::TooLarge { .. } => {
+                Error::InvalidInput { what: "evidence document", reason: e.to_string() }
+            }
             _ => Error::Evidence(e.to_string()),
         }
     }

@@ -126,10 +126,10 @@ pub fn decode_record(record: Record, bytes: &[u8]) -> Option<Vec<u8>> {
             // is an error), encoded again without one.
             let mut no_dictionary = |_| Ok(None);
             let record: TurnRecord =
-                turn_text::Decoders::default().decode(bytes, String::new, &mut no_dictionary).ok()?;
+                turn_text::Decoders::default().decode(0, bytes, String::new, &mut no_dictionary).ok()?;
             let body = turn_text::body(&record.user, &record.assistant, &record.time, &record.tools);
             Some(
-                turn_text::row(&record, &turn_text::compress(body, None), None)
+                turn_text::row(0, &record, &turn_text::compress(body, None), None)
                     .expect("a decoded turn encodes"),
             )
         }

@@ -124,16 +124,32 @@ impl Session<'_> {
 
     /// Calls `each` with every stored turn in order, reading a bounded number at a time.
     pub fn for_each_turn(&self, mut each: impl FnMut(StoredTurn) -> Result<()>) -> Result<()> {
+        self.for_each_turn_or_damage(|_, turn| each(turn?))
+    }
+
+    /// Calls `each` with every turn in order, or, for a turn whose record is damaged (does not
+    /// decode or verify, kind `corrupt`), with that error: a caller that can go on past it
+    /// (`export`) does. Other errors end the walk.
+    pub fn for_each_turn_or_damage(
+        &self,
+        mut each: impl FnMut(TurnId, Result<StoredTurn>) -> Result<()>,
+    ) -> Result<()> {
         let mut next = 0;
         loop {
             let view = self.gatekeeper().store().read()?;
             let (id, record) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
             let end = record.turn_count.min(next + EXPORT_CHUNK);
             for turn_id in next..end {
-                let stored = view.turn_record(id, turn_id)?.ok_or_else(|| crate::store::Error::Corrupt {
-                    what: format!("turn {turn_id} of session {:?} is missing", self.name()),
-                })?;
-                each(StoredTurn::new(turn_id, stored))?;
+                let stored = match view.turn_record(id, turn_id) {
+                    Ok(Some(stored)) => Ok(StoredTurn::new(turn_id, stored)),
+                    Ok(None) => Err(crate::store::Error::Corrupt {
+                        what: format!("turn {turn_id} of session {:?} is missing", self.name()),
+                    }
+                    .into()),
+                    Err(e @ crate::store::Error::Corrupt { .. }) => Err(e.into()),
+                    Err(e) => return Err(e.into()),
+                };
+                each(turn_id, stored)?;
             }
             if end >= record.turn_count {
                 return Ok(());

@@ -65,6 +65,7 @@ pub mod hook;
 mod idf;
 pub mod import;
 pub mod jobs;
+pub mod limits;
 mod pipeline;
 mod prompt;
 mod prune;

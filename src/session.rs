@@ -14,8 +14,7 @@ use crate::write::turn::{self, Postings, PreparedTurn};
 pub use crate::types::TurnId;
 use std::borrow::Cow;
 
-/// Largest accepted text of one side of a turn, or of a query.
-pub const MAX_TEXT_BYTES: usize = 8 * 1024 * 1024;
+pub use crate::limits::MAX_TEXT_BYTES;
 
 /// A named session of a [`Gatekeeper`]. Cheap: holds the name, not a transaction.
 pub struct Session<'g> {

@@ -124,6 +124,13 @@ fn an_index_of_format_2_is_refused_until_rebuilt() -> TestResult {
     refused_until_rebuilt(2)
 }
 
+/// `fixtures/db/format_v3.redb` was written by a build of index format 3, whose turn rows had no
+/// checksum (`tools/fixtures/make_format_v3.sh`): the same as format 1.
+#[test]
+fn an_index_of_format_3_is_refused_until_rebuilt() -> TestResult {
+    refused_until_rebuilt(3)
+}
+
 fn refused_until_rebuilt(format: u8) -> TestResult {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir()?;

@@ -166,3 +166,46 @@ fn is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+/// A root-owned `INDEX.lock` (left by `sudo ctxgate compact`) does not block its owner's jobs:
+/// the lock is taken through a read-only handle. Needs root, to run ctxgate as another user;
+/// without it the test says so and returns.
+#[cfg(unix)]
+#[test]
+fn a_lock_file_another_user_made_does_not_block_the_owners_jobs() -> Result<(), Box<dyn std::error::Error>> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    const NOBODY: u32 = 65534;
+    let dir = tempfile::tempdir()?;
+    if std::fs::metadata(dir.path())?.uid() != 0 {
+        eprintln!("skipped: running ctxgate as another user needs root");
+        return Ok(());
+    }
+    let db = dir.path().join("index.redb");
+    let bin = std::env::var_os("CTXGATE_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_ctxgate").into());
+    let run = |as_nobody: bool, args: &[&str]| -> std::io::Result<std::process::Output> {
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.env_remove("CTXGATE_DB").arg("--db").arg(&db).args(["--busy-timeout", "2"]).args(args);
+        if as_nobody {
+            cmd.uid(NOBODY).gid(NOBODY);
+        }
+        cmd.output()
+    };
+    // root makes the index and, compacting it, the lock file; the index is then its owner's.
+    assert!(run(false, &["add", "-s", "work", "-u", "redis lock ttl", "-a", "PX 30000"])?.status.success());
+    assert!(run(false, &["compact"])?.status.success());
+    let lock = dir.path().join("index.redb.lock");
+    assert_eq!(std::fs::metadata(&lock)?.uid(), 0);
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644))?;
+    for path in [dir.path(), db.as_path()] {
+        std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY))?;
+    }
+    for args in
+        [&["compact"][..], &["rebuild"], &["add", "-s", "work", "-u", "again", "-a", "ok"], &["verify"]]
+    {
+        let out = run(true, args)?;
+        assert!(out.status.success(), "{args:?} as the owner: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(std::fs::metadata(&lock)?.uid(), 0, "the lock file is reused, not replaced");
+    Ok(())
+}

@@ -57,17 +57,37 @@ fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// The argument's text, or the file's (or stdin's) when a file is given.
+/// The argument's text, or the file's (or stdin's) when a file is given. A file is read up to
+/// one byte past [`ctxgate::MAX_TEXT_BYTES`]: a larger one is refused unread.
 fn text(argument: &str, file: Option<&Path>) -> anyhow::Result<String> {
+    let limit = ctxgate::MAX_TEXT_BYTES as u64 + 1;
+    let mut text = String::new();
     match file {
-        None => Ok(argument.to_string()),
+        None => return Ok(argument.to_string()),
         Some(path) if is_stdin(path) => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).context("cannot read stdin as UTF-8 text")?;
-            Ok(text)
+            std::io::stdin()
+                .take(limit)
+                .read_to_string(&mut text)
+                .context("cannot read stdin as UTF-8 text")?;
         }
         Some(path) => {
-            std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+            let file =
+                std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+            file.take(limit)
+                .read_to_string(&mut text)
+                .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
         }
     }
+    if text.len() as u64 >= limit {
+        return Err(ctxgate::Error::InvalidInput {
+            what: "turn text",
+            reason: format!(
+                "{} holds more than the limit of {} bytes (8 MiB) a text: split the turn",
+                file.map_or("the file".into(), |p| p.display().to_string()),
+                ctxgate::MAX_TEXT_BYTES
+            ),
+        }
+        .into());
+    }
+    Ok(text)
 }

@@ -123,16 +123,19 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gatekeeper = global.open(None, None)?;
     match &args.command {
         Command::Put(a) => {
-            let bytes = match a.file.as_deref() {
+            // Read up to one byte past the limit: `put_evidence` refuses a larger document, which
+            // need not be read whole for that.
+            let limit = ctxgate::limits::MAX_EVIDENCE_BYTES + 1;
+            let mut bytes = Vec::new();
+            match a.file.as_deref() {
                 Some(path) if path.as_os_str() != "-" => {
-                    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?
+                    let file = std::fs::File::open(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    file.take(limit).read_to_end(&mut bytes)
                 }
-                _ => {
-                    let mut bytes = Vec::new();
-                    std::io::stdin().lock().read_to_end(&mut bytes).context("cannot read stdin")?;
-                    bytes
-                }
-            };
+                _ => std::io::stdin().lock().take(limit).read_to_end(&mut bytes),
+            }
+            .context("cannot read the document")?;
             let spec = a.spec.load()?;
             let options = EvidenceOptions { spec: spec.as_ref(), kind: a.kind.as_deref() };
             print_projection(&gatekeeper.put_evidence(&a.reference, &bytes, &options)?)

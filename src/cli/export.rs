@@ -30,7 +30,17 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         .filter(|e| e.session.as_deref() == Some(args.session.as_str()))
         .map(|e| e.evidence_ref)
         .collect();
-    let walked = session.for_each_turn(|turn| {
+    // Turns whose record is damaged: left out with a warning, and the export goes on.
+    let mut damaged: Vec<(u32, String)> = Vec::new();
+    let walked = session.for_each_turn_or_damage(|turn_id, turn| {
+        let turn = match turn {
+            Ok(turn) => turn,
+            Err(e) => {
+                log::warn!("turn {turn_id} of session {:?} left out of the export: {e}", args.session);
+                damaged.push((turn_id, e.to_string()));
+                return Ok(());
+            }
+        };
         let mut canonical = turn.to_canonical(&args.session);
         for (index, tool) in canonical.tools.iter_mut().enumerate() {
             tool.result = stored_result(&gatekeeper, &stored, &args.session, turn.turn_id, index, tool);
@@ -48,6 +58,19 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     }
     walked?;
     out.flush()?;
+    if let Some((_, first)) = damaged.first() {
+        let turns: Vec<String> = damaged.iter().map(|(t, _)| t.to_string()).collect();
+        return Err(ctxgate::StoreError::Damaged {
+            path: global.db.clone(),
+            detail: format!(
+                "{} turns of session {:?} could not be read and were left out of the export (turns {}; the first: {first})",
+                damaged.len(),
+                args.session,
+                turns.join(", ")
+            ),
+        }
+        .into());
+    }
     Ok(())
 }
 

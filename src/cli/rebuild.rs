@@ -30,8 +30,10 @@ fn run_job(global: &Global, redact: bool) -> anyhow::Result<()> {
             false => ctxgate::jobs::rebuild_with_progress(&global.db, &options, progress),
         },
     )?;
+    let dropped = dropped_error(global, &report);
     if global.json {
-        return output::print_json(&report);
+        output::print_json(&report)?;
+        return dropped.map_or(Ok(()), Err);
     }
     let mut out = String::new();
     let _ = writeln!(out, "index      {}", global.db.display());
@@ -52,5 +54,31 @@ fn run_job(global: &Global, redact: bool) -> anyhow::Result<()> {
         );
     }
     let _ = writeln!(out, "file       {} -> {} bytes", report.bytes_before, report.bytes_after);
-    output::print_text(&out)
+    for d in &report.dropped {
+        let _ = writeln!(out, "dropped    {}: {}", d.record, d.reason);
+    }
+    output::print_text(&out)?;
+    dropped.map_or(Ok(()), Err)
+}
+
+/// The error a rebuild that left damaged records out ends with (exit 5, kind `damaged`): the
+/// index is rebuilt from every record that verified, and the old file is kept.
+fn dropped_error(global: &Global, report: &ctxgate::jobs::RebuildReport) -> Option<anyhow::Error> {
+    let first = report.dropped.first()?;
+    let kept = report
+        .old_file_kept
+        .as_ref()
+        .map_or(String::new(), |p| format!("; the old file is kept as {}", p.display()));
+    Some(
+        ctxgate::Error::from(ctxgate::StoreError::RebuiltWithLoss {
+            path: global.db.clone(),
+            detail: format!(
+                "{} could not and were left out (the first: {}: {}){kept}",
+                report.dropped.len(),
+                first.record,
+                first.reason
+            ),
+        })
+        .into(),
+    )
 }

@@ -69,6 +69,16 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     if report.is_ok() {
         Ok(())
     } else {
+        // An evidence file that changed is no inconsistency of the index: rebuilding it would
+        // not bring the file's bytes back.
+        let changed_files =
+            report.problems.iter().all(|p| p.message.contains("changed since it was indexed"));
+        if changed_files && report.problem_count == report.problems.len() as u64 {
+            anyhow::bail!(
+                "{} evidence documents under the index's root changed since they were indexed: restore them, or run `ctxgate evidence index` to index their new bytes",
+                report.problem_count
+            )
+        }
         anyhow::bail!(
             "{} has {} inconsistencies: run `ctxgate rebuild` to derive it again from the stored turns",
             global.db.display(),

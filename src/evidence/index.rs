@@ -119,6 +119,12 @@ impl Gatekeeper {
         options: &EvidenceOptions<'_>,
     ) -> Result<Projection> {
         let reference = EvidenceRef::parse(reference)?;
+        if let Some(why) = crate::limits::evidence_too_large(bytes.len() as u64) {
+            return Err(Error::InvalidInput {
+                what: "evidence document",
+                reason: format!("{reference}: {why}"),
+            });
+        }
         self.check_writable()?;
         let bytes = &*self.redacted(bytes);
         let meta = self.store().read()?.evidence_meta()?;
@@ -443,15 +449,21 @@ impl Gatekeeper {
             other => other.into(),
         })?;
         let document = tree.read(reference)?;
-        if document.links > 1 {
-            let digest = xxhash_rust::xxh3::xxh3_64(&document.bytes);
-            let indexed = self.store().read()?.evidence_by_ref(reference.as_str())?;
-            if indexed.is_none_or(|(_, r)| r.digest != digest) {
-                return Err(Error::BadRef(format!(
-                    "evidence ref {reference} is a file with {} hard links, which may lead outside the evidence root: copy it into the tree, or index the tree (`ctxgate evidence index`), which checks every link",
-                    document.links
-                )));
-            }
+        let digest = xxhash_rust::xxh3::xxh3_64(&document.bytes);
+        let indexed = self.store().read()?.evidence_by_ref(reference.as_str())?;
+        if document.links > 1 && indexed.as_ref().is_none_or(|(_, r)| r.digest != digest) {
+            return Err(Error::BadRef(format!(
+                "evidence ref {reference} is a file with {} hard links, which may lead outside the evidence root: copy it into the tree, or index the tree (`ctxgate evidence index`), which checks every link",
+                document.links
+            )));
+        }
+        // Evidence is never modified: a file whose bytes are not the indexed ones was edited
+        // or damaged, and is not served as the evidence.
+        if indexed.is_some_and(|(_, r)| r.digest != digest) {
+            return Err(Error::EvidenceChanged(format!(
+                "evidence {reference} under {} does not have the bytes it was indexed with (edited or damaged); evidence is never modified: restore the file, or run `ctxgate evidence index` to index its new bytes",
+                root.display()
+            )));
         }
         Ok(document.bytes)
     }

@@ -97,6 +97,14 @@ pub enum RootError {
         "evidence {0} already exists with other content; evidence is never modified: store it under a new ref"
     )]
     Exists(EvidenceRef),
+    /// The document is larger than [`crate::limits::MAX_EVIDENCE_BYTES`].
+    #[error("evidence {reference}: {}", crate::limits::evidence_too_large(*.bytes).unwrap_or_default())]
+    TooLarge {
+        /// The ref.
+        reference: EvidenceRef,
+        /// Its size.
+        bytes: u64,
+    },
     /// The file system refused.
     #[error("{}: {cause}", .path.display())]
     Io {
@@ -146,7 +154,7 @@ impl EvidenceRoot {
     /// [`RootError::NotFound`], [`RootError::Refused`] for a link out of the root or what is
     /// not a regular file, [`RootError::Io`].
     pub fn read(&self, reference: &EvidenceRef) -> Result<ReadDocument, RootError> {
-        let (bytes, metadata) = self.read_file(reference)?;
+        let (bytes, metadata) = self.read_file(reference, None)?;
         Ok(ReadDocument { bytes, links: links(&metadata) })
     }
 
@@ -156,14 +164,19 @@ impl EvidenceRoot {
     /// # Errors
     /// As [`EvidenceRoot::read`], and [`RootError::Refused`] for a replaced file.
     pub fn read_walked(&self, file: &WalkedFile) -> Result<Vec<u8>, RootError> {
-        let (bytes, metadata) = self.read_file(&file.reference)?;
+        let (bytes, metadata) = self.read_file(&file.reference, Some(crate::limits::MAX_EVIDENCE_BYTES))?;
         if identity(&metadata) != file.identity {
             return Err(refused(&file.reference, "was replaced while the tree was indexed"));
         }
         Ok(bytes)
     }
 
-    fn read_file(&self, reference: &EvidenceRef) -> Result<(Vec<u8>, std::fs::Metadata), RootError> {
+    /// Reads a document; one larger than `limit` is refused unread ([`RootError::TooLarge`]).
+    fn read_file(
+        &self,
+        reference: &EvidenceRef,
+        limit: Option<u64>,
+    ) -> Result<(Vec<u8>, std::fs::Metadata), RootError> {
         let mut options = OpenOptions::new();
         options.read(true);
         nonblocking(&mut options);
@@ -175,8 +188,18 @@ impl EvidenceRoot {
         if !metadata.is_file() {
             return Err(refused(reference, "is not a regular file"));
         }
+        if limit.is_some_and(|limit| metadata.len() > limit) {
+            return Err(RootError::TooLarge { reference: reference.clone(), bytes: metadata.len() });
+        }
         let mut bytes = Vec::with_capacity(metadata.len().min(1 << 30) as usize);
-        file.read_to_end(&mut bytes).map_err(io)?;
+        match limit {
+            // A file that grew since its size was read: read no more than one byte past the limit.
+            Some(limit) => (&mut file).take(limit + 1).read_to_end(&mut bytes).map_err(io)?,
+            None => file.read_to_end(&mut bytes).map_err(io)?,
+        };
+        if limit.is_some_and(|limit| bytes.len() as u64 > limit) {
+            return Err(RootError::TooLarge { reference: reference.clone(), bytes: bytes.len() as u64 });
+        }
         Ok((bytes, metadata))
     }
 
@@ -266,7 +289,7 @@ impl EvidenceRoot {
     }
 
     fn same_or_exists(&self, reference: &EvidenceRef, bytes: &[u8]) -> Result<Written, RootError> {
-        match self.read_file(reference) {
+        match self.read_file(reference, None) {
             Ok((existing, _)) if existing == bytes => Ok(Written::Existing),
             Ok(_) => Err(RootError::Exists(reference.clone())),
             Err(RootError::NotFound { .. }) => Err(RootError::Exists(reference.clone())),

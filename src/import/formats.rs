@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Parses `text` (the whole file) as `format`.
 pub fn parse(format: Format, path: &Path, text: &str, skip_invalid: bool) -> Result<ParsedFile, Error> {
-    match format {
+    let parsed = match format {
         Format::Jsonl => jsonl::parse(path, text, skip_invalid),
         Format::OpenAi => openai::parse(path, text, skip_invalid),
         Format::ChatGpt => chatgpt::parse(path, text, skip_invalid),
@@ -17,7 +17,28 @@ pub fn parse(format: Format, path: &Path, text: &str, skip_invalid: bool) -> Res
         Format::Codex => codex::parse(path, text, skip_invalid),
         Format::ShareGpt => sharegpt::parse(path, text, skip_invalid),
         Format::Auto => Err(Error::UnknownFormat { path: path.to_path_buf() }),
+    };
+    parsed.and_then(|parsed| within_limits(path, parsed))
+}
+
+/// `parsed`, if each of its turns is within [`crate::limits::MAX_TURN_BYTES`]. A turn past it
+/// fails the file, even with `--skip-invalid`: leaving one turn out would shift the turns after
+/// it, which a later import of the grown log would find differing.
+fn within_limits(path: &Path, parsed: ParsedFile) -> Result<ParsedFile, Error> {
+    for conversation in &parsed.conversations {
+        for (i, turn) in conversation.turns.iter().enumerate() {
+            let tools = turn.tools.iter().map(|t| (&*t.name, t.call_id.as_deref(), &*t.arguments));
+            let bytes = crate::limits::turn_bytes(&turn.user, &turn.assistant, turn.time.as_deref(), tools);
+            if let Some(why) = crate::limits::turn_too_large(bytes) {
+                return Err(Error::Shape {
+                    path: path.to_path_buf(),
+                    at: super::error::Location::File,
+                    what: format!("conversation {:?}, turn {i}: {why}", conversation.key),
+                });
+            }
+        }
     }
+    Ok(parsed)
 }
 
 /// Parses the part of a live agent log (Claude Code, Codex) that starts at the record that
@@ -29,11 +50,12 @@ pub fn parse_from(
     text: &str,
     carry: &super::turns::Carry,
 ) -> Option<Result<ParsedFile, Error>> {
-    match format {
-        Format::ClaudeCode => Some(claude_code::parse_from(path, text, false, Some(carry))),
-        Format::Codex => Some(codex::parse_from(path, text, false, Some(carry))),
-        _ => None,
-    }
+    let parsed = match format {
+        Format::ClaudeCode => claude_code::parse_from(path, text, false, Some(carry)),
+        Format::Codex => codex::parse_from(path, text, false, Some(carry)),
+        _ => return None,
+    };
+    Some(parsed.and_then(|parsed| within_limits(path, parsed)))
 }
 
 /// The error for a file read as `given` that failed with `what` (a parser's message) or held

@@ -6,6 +6,7 @@
 
 use super::error::Error;
 use super::turns::{Conversation, ParsedFile, ParsedTurn, Skipped, ToolCall};
+use crate::limits;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -90,6 +91,12 @@ struct LineToolRef<'a> {
 }
 
 impl LineRef<'_> {
+    /// The turn's size as [`limits::MAX_TURN_BYTES`] counts it.
+    fn turn_bytes(&self) -> usize {
+        let tools = self._tools.iter().map(|t| (&*t._name, t._call_id.as_deref(), &*t._arguments));
+        limits::turn_bytes(&self.user, &self.assistant, self._time.as_deref(), tools)
+    }
+
     /// True if a tool of the line carries its result (to be stored as evidence).
     pub fn has_results(&self) -> bool {
         self._tools.iter().any(|t| t.result.as_deref().is_some_and(|r| !r.trim().is_empty()))
@@ -100,6 +107,7 @@ impl LineRef<'_> {
 pub fn check_line<'a>(path: &Path, line_no: u64, raw: &'a str) -> Result<LineRef<'a>, Error> {
     if let Ok(line) = serde_json::from_str::<LineRef<'a>>(raw)
         && crate::gatekeeper::session_name_problem(&line.session).is_none()
+        && limits::turn_too_large(line.turn_bytes()).is_none()
     {
         return Ok(line);
     }
@@ -170,6 +178,7 @@ pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
     // field for a precise message.
     if let Ok(line) = serde_json::from_str::<Line>(raw)
         && crate::gatekeeper::session_name_problem(&line.session).is_none()
+        && limits::turn_too_large(line.turn_bytes()).is_none()
     {
         return Ok(line);
     }
@@ -196,7 +205,18 @@ pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
     if let Some(problem) = crate::gatekeeper::session_name_problem(&line.session) {
         return Err(Error::shape(path, line_no, format!("`session` cannot be a session name: {problem}")));
     }
+    if let Some(why) = limits::turn_too_large(line.turn_bytes()) {
+        return Err(Error::shape(path, line_no, why));
+    }
     Ok(line)
+}
+
+impl Line {
+    /// The turn's size as [`limits::MAX_TURN_BYTES`] counts it.
+    fn turn_bytes(&self) -> usize {
+        let tools = self.tools.iter().map(|t| (&*t.name, t.call_id.as_deref(), &*t.arguments));
+        limits::turn_bytes(&self.user, &self.assistant, self.time.as_deref(), tools)
+    }
 }
 
 /// A turn of the canonical format.

@@ -66,6 +66,9 @@ impl Positions {
 /// dozen bytes at a time, so that lines cross blocks.
 const BLOCK_BYTES: usize = if cfg!(test) { 40 } else { 4 << 20 };
 
+/// Longest line read ([`crate::limits::MAX_LINE_BYTES`]); tests use a short one.
+const MAX_LINE: usize = if cfg!(test) { 200 } else { crate::limits::MAX_LINE_BYTES };
+
 /// Whole lines of a file as read: the bytes and, for each line, its 1-based number and where
 /// it is in them (without its `\n`, and without the byte order mark of line 1).
 pub(crate) struct Block {
@@ -73,6 +76,8 @@ pub(crate) struct Block {
     start: u64,
     bytes: Vec<u8>,
     lines: Vec<(u64, std::ops::Range<usize>)>,
+    /// A line longer than [`MAX_LINE`], skipped unread: its number and length.
+    too_long: Option<(u64, u64)>,
 }
 
 impl Block {
@@ -96,14 +101,24 @@ impl Block {
         path: &Path,
         f: impl Fn(u64, &'b str) -> Result<T, Error> + Sync,
     ) -> Vec<(u64, Result<T, Error>)> {
-        self.lines
+        let too_long = self.too_long.map(|(line_no, length)| {
+            let why = format!(
+                "the line is {length} bytes long, over the limit of {MAX_LINE} bytes a line \
+                 (a turn may hold {} bytes of text): split the turn, or leave its largest text out of the log",
+                crate::limits::MAX_TURN_BYTES
+            );
+            (line_no, Err(Error::shape(path, line_no, why)))
+        });
+        let lines: Vec<(u64, Result<T, Error>)> = self
+            .lines
             .par_iter()
             .filter_map(|(line_no, range)| match self.text(path, *line_no, range) {
                 Ok(None) => None,
                 Ok(Some(text)) => Some((*line_no, f(*line_no, text))),
                 Err(e) => Some((*line_no, Err(e))),
             })
-            .collect()
+            .collect();
+        too_long.into_iter().chain(lines).collect()
     }
 }
 
@@ -151,6 +166,9 @@ impl LineBlocks {
                     break;
                 }
             }
+            if bytes.len() > MAX_LINE && complete.is_none() && memchr::memchr(b'\n', &bytes).is_none() {
+                return Some(self.skip_long_line(bytes));
+            }
             // Read into spare capacity: no block-sized zero fill before each read.
             bytes.reserve(BLOCK_BYTES);
             match (&mut self.file).take(BLOCK_BYTES as u64).read_to_end(&mut bytes) {
@@ -186,7 +204,46 @@ impl LineBlocks {
             lines.push((self.line_no, range));
             line_start = line_end + 1;
         }
-        (!lines.is_empty() || failed.is_some()).then_some((Block { start, bytes, lines }, failed))
+        (!lines.is_empty() || failed.is_some())
+            .then_some((Block { start, bytes, lines, too_long: None }, failed))
+    }
+
+    /// Reads past the rest of a line longer than [`MAX_LINE`] (`read`: its start) without
+    /// keeping it, and returns a block that holds only the line's error.
+    fn skip_long_line(&mut self, read: Vec<u8>) -> (Block, Option<Error>) {
+        use std::io::Read;
+        self.line_no += 1;
+        let start = self.carry_start;
+        let mut length = read.len() as u64;
+        let mut chunk = read;
+        let mut failed = None;
+        loop {
+            chunk.clear();
+            match (&mut self.file).take(BLOCK_BYTES as u64).read_to_end(&mut chunk) {
+                Ok(0) => {
+                    self.done = true;
+                    break;
+                }
+                Ok(_) => match memchr::memchr(b'\n', &chunk) {
+                    Some(end) => {
+                        length += end as u64;
+                        self.carry = chunk[end + 1..].to_vec();
+                        break;
+                    }
+                    None => length += chunk.len() as u64,
+                },
+                Err(source) => {
+                    self.done = true;
+                    failed = Some(Error::Io { path: self.path.clone(), source });
+                    break;
+                }
+            }
+        }
+        // The line and its newline are behind; `carry` starts after them.
+        self.carry_start = start + length + 1;
+        let block =
+            Block { start, bytes: Vec::new(), lines: Vec::new(), too_long: Some((self.line_no, length)) };
+        (block, failed)
     }
 }
 
@@ -287,6 +344,26 @@ mod tests {
         assert_eq!(read_all(&path), vec![(1, Ok("a".into())), (2, Ok("b".into()))]);
         std::fs::write(&path, b"")?;
         assert!(read_all(&path).is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_an_error_and_the_lines_after_it_are_read()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("long.jsonl");
+        let long = "x".repeat(MAX_LINE * 3 + 7);
+        let at_limit = "y".repeat(MAX_LINE);
+        std::fs::write(&path, format!("first\n{long}\nafter\n{at_limit}\n{long}"))?;
+        let read = read_all(&path);
+        let numbers: Vec<u64> = read.iter().map(|(no, _)| *no).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5]);
+        assert_eq!(read[0].1, Ok("first".into()));
+        let err = read[1].1.clone().unwrap_err();
+        assert!(err.contains(":2:") && err.contains(&format!("{} bytes long", long.len())), "{err}");
+        assert_eq!(read[2].1, Ok("after".into()));
+        assert_eq!(read[3].1, Ok(at_limit));
+        assert!(read[4].1.is_err(), "a last line past the limit, without its newline");
         Ok(())
     }
 }

@@ -17,7 +17,7 @@ mod verify;
 pub use compact::{AUTO_COMPACT_MIN_BYTES, CompactPhase, CompactProgress, CompactReport};
 pub use forget::ForgetReport;
 pub use rebuild::{
-    RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress,
+    DroppedRecord, RebuildProgress, RebuildReport, rebuild, rebuild_scratch_files, rebuild_with_progress,
     redact_with_progress,
 };
 pub use secrets::SecretFinding;

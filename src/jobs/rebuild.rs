@@ -7,11 +7,11 @@ use crate::error::Result;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
 use crate::gatekeeper::Options;
 use crate::store::evidence::EvidenceRecord;
-use crate::store::records::{TurnRecord, next_digest};
+use crate::store::records::{ForwardRecord, TurnRecord};
 use crate::store::redaction::RedactionRecord;
 use crate::store::turn_text::{self, TextDictionary};
 use crate::store::{IndexLock, real_path};
-use crate::store::{PendingRow, SourceIndex, Store, StoreOptions, records::ForwardRecord};
+use crate::store::{PendingRow, SourceIndex, Store, StoreOptions};
 use crate::tokens::{CharEstimator, TokenEstimator};
 use crate::types::anchor_hash;
 use rayon::prelude::*;
@@ -46,6 +46,22 @@ pub struct RebuildReport {
     /// `ctxgate redact`: evidence documents (files under the root, or projections) that held
     /// one.
     pub evidence_redacted: u64,
+    /// Records of the old file that could not be read (damaged), left out of the new one.
+    /// Empty when every record was copied.
+    pub dropped: Vec<DroppedRecord>,
+    /// Where the old file was kept when records were dropped (`INDEX.damaged-SECONDS`): the
+    /// damaged bytes stay for a better tool or a person to look at.
+    pub old_file_kept: Option<PathBuf>,
+}
+
+/// A record `rebuild` could not read and left out of the new file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedRecord {
+    /// Which record: `turn T of session "NAME"`, `session ID`, or a session whose turns are
+    /// fewer than it records.
+    pub record: String,
+    /// Why: what was found.
+    pub reason: String,
 }
 
 /// What scratch files of a rebuild of `path` are named with: `<name>.rebuild` (a build
@@ -75,7 +91,11 @@ pub fn rebuild_scratch_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if let Some(rest) = name.strip_prefix(prefix.as_ref())
-            && (rest.is_empty() || rest.strip_prefix('-').is_some_and(|pid| pid.parse::<u32>().is_ok()))
+            && (rest.is_empty()
+                || rest
+                    .strip_prefix('-')
+                    .map(|pid| pid.strip_suffix(".source").unwrap_or(pid))
+                    .is_some_and(|pid| pid.parse::<u32>().is_ok()))
         {
             found.push(entry.path());
         }
@@ -154,13 +174,21 @@ fn rebuild_as(
         quick_repair: false,
     };
     let io = |p: &Path, e: std::io::Error| crate::store::Error::Io { path: p.to_path_buf(), source: e };
-    let source = SourceIndex::open(path, &store_options)?;
+    // A file not closed cleanly (a cut file, a full disk, a killed writer) is read from a
+    // repaired copy: a repair that fails leaves the file as it was, for a backup or a better
+    // tool.
+    let mut repaired = scratch_prefix(path);
+    repaired.push(format!("-{}.source", std::process::id()));
+    let source = SourceIndex::open_or_repair(path, &path.with_file_name(repaired), &store_options)?;
     // A rebuild replaces the file: it needs the right to write it, as any writer does (the
     // directory's rights alone would let it replace a file its user may only read).
     std::fs::OpenOptions::new().write(true).open(path).map_err(|e| io(path, e))?;
     let _lock = IndexLock::exclusive(path, options.busy_timeout)?;
     // Holding the lock, any scratch file of this index is left over from a killed rebuild.
     for stale in rebuild_scratch_files(path).map_err(|e| io(path, e))? {
+        if source.repaired_copy() == Some(stale.as_path()) {
+            continue;
+        }
         log::info!("removing {}, left by a rebuild that did not finish", stale.display());
         std::fs::remove_file(&stale).map_err(|e| io(&stale, e))?;
     }
@@ -192,6 +220,20 @@ fn rebuild_as(
     if let Err(e) = keep_access(&old_metadata, &target) {
         let _ = std::fs::remove_file(&target);
         return Err(io(&target, e).into());
+    }
+    if !report.dropped.is_empty() {
+        // The damaged file is kept under another name (a hard link: the index's path is
+        // replaced in one rename, never missing).
+        let seconds =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(format!(".damaged-{seconds}"));
+        let kept = path.with_file_name(name);
+        if let Err(e) = std::fs::hard_link(path, &kept) {
+            let _ = std::fs::remove_file(&target);
+            return Err(io(&kept, e).into());
+        }
+        report.old_file_kept = Some(kept);
     }
     std::fs::rename(&target, path).map_err(|e| io(path, e))?;
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -229,6 +271,19 @@ fn keep_access(old: &std::fs::Metadata, new: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A session being copied: its id in the new file, its record, and the old ids of the turns
+/// kept so far (in order), with the digest of their texts.
+struct SessionCopy {
+    id: u32,
+    record: crate::store::records::SessionRecord,
+    kept: Vec<u32>,
+    digest: u64,
+}
+
+/// Copies every record of `source` that reads back into `new`; a damaged one is listed in
+/// `report.dropped` and the copy goes on. A session that lost turns keeps the ones left,
+/// numbered from 0 in their order, its segment starts moved with them and its digest that of
+/// the turns kept (so an import of its log finds where the two differ).
 fn copy(
     source: &SourceIndex,
     new: &Store,
@@ -236,10 +291,20 @@ fn copy(
     redact: bool,
     progress: &mut dyn FnMut(RebuildProgress),
 ) -> Result<()> {
-    let mut new_ids = std::collections::HashMap::new();
-    let sessions = source.sessions()?;
-    let turns_total = sessions.iter().map(|(_, r)| u64::from(r.turn_count)).sum();
-    if let Some(dictionary) = train_dictionary(source, &sessions, redact)? {
+    let mut copies: std::collections::HashMap<u32, SessionCopy> = std::collections::HashMap::new();
+    let mut order = Vec::new();
+    let mut records = Vec::new();
+    for (old_id, record) in source.sessions()? {
+        match record {
+            Ok(record) => records.push((old_id, record)),
+            Err(e) => report.dropped.push(DroppedRecord {
+                record: format!("session {old_id}"),
+                reason: format!("{e}; its turns are left out with it"),
+            }),
+        }
+    }
+    let turns_total = records.iter().map(|(_, r)| u64::from(r.turn_count)).sum();
+    if let Some(dictionary) = train_dictionary(source, redact)? {
         new.write(|view| view.add_text_dictionary(&dictionary))?;
     }
     let recorded = match redact {
@@ -252,49 +317,97 @@ fn copy(
     if let Some(recorded) = recorded {
         new.write(|view| view.set_redaction(&recorded, None))?;
     }
-    for (old_id, mut record) in sessions {
-        let id = new.write(|view| -> Result<u32> {
+    new.write(|view| -> Result<()> {
+        for (old_id, record) in records {
             let (id, _) = view.create_session(&record.name)?;
             view.put_session(id, &record)?;
-            Ok(id)
-        })?;
-        report.sessions += 1;
-        new_ids.insert(old_id, id);
-        let mut from = 0u32;
-        let mut digest = 0;
-        loop {
-            let mut turns = source.turns(old_id, from, REBUILD_BATCH)?;
-            let Some(&(last, _)) = turns.last() else { break };
-            if redact {
-                report.turns_redacted +=
-                    turns.par_iter_mut().map(|(_, t)| u64::from(redact_turn(t))).sum::<u64>();
-                for (_, t) in &turns {
-                    digest = next_digest(digest, &t.user, &t.assistant);
-                }
-            }
-            let forwards: Vec<ForwardRecord> =
-                turns.par_iter().map(|(_, t)| derive_forward(&t.user, &t.assistant)).collect();
-            new.write(|view| -> Result<()> {
-                for ((turn, stored), forward) in turns.iter().zip(forwards) {
-                    view.put_turn(id, *turn, stored, None, forward, PendingRow::Logged)?;
-                }
-                view.fold()?;
-                Ok(())
-            })?;
-            report.turns += turns.len() as u64;
-            progress(RebuildProgress { turns_done: report.turns, turns_total });
-            match last.checked_add(1) {
-                Some(next) => from = next,
-                None => break,
-            }
+            order.push(old_id);
+            copies.insert(old_id, SessionCopy { id, record, kept: Vec::new(), digest: 0 });
         }
+        Ok(())
+    })?;
+    report.sessions = order.len() as u64;
+    let mut batch: Vec<(u32, u32, TurnRecord)> = Vec::with_capacity(REBUILD_BATCH);
+    let mut last_read = None;
+    for row in source.turn_rows()? {
+        let (session, turn, record) = match row {
+            Ok(row) => row,
+            Err(e) => {
+                let after =
+                    last_read.map_or("the first".to_string(), |(s, t)| format!("those after turn {s}:{t}"));
+                report.dropped.push(DroppedRecord {
+                    record: format!("turn rows: {after}"),
+                    reason: format!("the table could not be read further: {e}"),
+                });
+                break;
+            }
+        };
+        last_read = Some((session, turn));
+        let name = |copies: &std::collections::HashMap<u32, SessionCopy>| {
+            copies
+                .get(&session)
+                .map_or_else(|| format!("session {session}"), |c| format!("session {:?}", c.record.name))
+        };
+        let mut record = match record {
+            Ok(record) => record,
+            Err(e) => {
+                report.dropped.push(DroppedRecord {
+                    record: format!("turn {turn} of {}", name(&copies)),
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let Some(copy) = copies.get_mut(&session) else {
+            report.dropped.push(DroppedRecord {
+                record: format!("turn {turn} of session {session}"),
+                reason: "no session record holds it".into(),
+            });
+            continue;
+        };
+        // Rows come in key order, so a session's turns in turn order (a row under a damaged key
+        // fails its checksum above): a turn's new number is the count kept before it.
         if redact {
-            // The session's digest is over its texts as stored: the redacted ones, which a
-            // later import of its log compares with (`write::plan`).
-            record.digest = digest;
-            new.write(|view| -> Result<()> { Ok(view.put_session(id, &record)?) })?;
+            report.turns_redacted += u64::from(redact_turn(&mut record));
+        }
+        let new_turn = copy.kept.len() as u32;
+        record.segment_start = copy.kept.partition_point(|&old| old < record.segment_start) as u32;
+        copy.kept.push(turn);
+        copy.digest = crate::store::records::next_digest(copy.digest, &record.user, &record.assistant);
+        batch.push((copy.id, new_turn, record));
+        if batch.len() == REBUILD_BATCH {
+            write_turns(new, &mut batch, report, turns_total, progress)?;
         }
     }
+    write_turns(new, &mut batch, report, turns_total, progress)?;
+    new.write(|view| -> Result<()> {
+        for old_id in &order {
+            let Some(copy) = copies.get_mut(old_id) else { continue };
+            let kept = copy.kept.len() as u32;
+            let intact = copy.kept.iter().copied().eq(0..copy.record.turn_count);
+            // Redacted, the session's digest is over its texts as stored now, which a later
+            // import of its log compares with (`write::plan`).
+            if intact && !redact {
+                continue;
+            }
+            if kept < copy.record.turn_count {
+                report.dropped.push(DroppedRecord {
+                    record: format!("session {:?}", copy.record.name),
+                    reason: format!(
+                        "it records {} turns, {kept} could be read; they are kept, numbered from 0",
+                        copy.record.turn_count
+                    ),
+                });
+            }
+            let segment_start = copy.record.segment_start;
+            copy.record.segment_start = copy.kept.partition_point(|&old| old < segment_start) as u32;
+            copy.record.turn_count = kept;
+            copy.record.digest = copy.digest;
+            view.put_session(copy.id, &copy.record)?;
+        }
+        Ok(())
+    })?;
+    let new_ids = copies.iter().map(|(old, c)| (*old, c.id)).collect();
     copy_evidence(source, new, &new_ids, report, redact)
 }
 
@@ -311,27 +424,57 @@ fn redact_turn(turn: &mut TurnRecord) -> bool {
     changed
 }
 
-/// A text dictionary for the new file, trained on the first turns of each session (an even
-/// share of four batches' worth, at least 8), up to four times the sample's size: no one
-/// session is all it learns from.
-fn train_dictionary(
-    source: &SourceIndex,
-    sessions: &[(u32, crate::store::records::SessionRecord)],
-    redact: bool,
-) -> Result<Option<TextDictionary>> {
-    let per_session = (4 * REBUILD_BATCH / sessions.len().max(1)).clamp(8, REBUILD_BATCH);
+/// Writes `batch` (new session id, turn, record) to `new`, anchors derived again, and empties it.
+fn write_turns(
+    new: &Store,
+    batch: &mut Vec<(u32, u32, TurnRecord)>,
+    report: &mut RebuildReport,
+    turns_total: u64,
+    progress: &mut dyn FnMut(RebuildProgress),
+) -> Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let forwards: Vec<ForwardRecord> =
+        batch.par_iter().map(|(_, _, t)| derive_forward(&t.user, &t.assistant)).collect();
+    new.write(|view| -> Result<()> {
+        for ((id, turn, stored), forward) in batch.iter().zip(forwards) {
+            view.put_turn(*id, *turn, stored, None, forward, PendingRow::Logged)?;
+        }
+        view.fold()?;
+        Ok(())
+    })?;
+    report.turns += batch.len() as u64;
+    batch.clear();
+    progress(RebuildProgress { turns_done: report.turns, turns_total });
+    Ok(())
+}
+
+/// A text dictionary for the new file, trained on up to four times the sample's size of turn
+/// text, an even share of it (at least 8 turns) from each session's first turns: no one session
+/// is all it learns from. Damaged turns are left out.
+fn train_dictionary(source: &SourceIndex, redact: bool) -> Result<Option<TextDictionary>> {
+    let sessions = source.sessions()?.len();
+    let per_session = (4 * REBUILD_BATCH / sessions.max(1)).clamp(8, REBUILD_BATCH);
     let mut bodies = Vec::new();
     let mut bytes = 0;
-    for (id, _) in sessions {
-        for (_, mut t) in source.turns(*id, 0, per_session)? {
-            // A dictionary holds strings of what it was trained on: never a secret.
-            if redact {
-                redact_turn(&mut t);
-            }
-            let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
-            bytes += body.len();
-            bodies.push(body);
+    let mut taken = (u32::MAX, 0);
+    for row in source.turn_rows()? {
+        let Ok((session, _, Ok(mut t))) = row else { continue };
+        if taken.0 != session {
+            taken = (session, 0);
         }
+        if taken.1 >= per_session {
+            continue;
+        }
+        taken.1 += 1;
+        // A dictionary holds strings of what it was trained on: never a secret.
+        if redact {
+            redact_turn(&mut t);
+        }
+        let body = turn_text::body(&t.user, &t.assistant, &t.time, &t.tools);
+        bytes += body.len();
+        bodies.push(body);
         if bytes >= turn_text::TRAIN_READ_BYTES {
             break;
         }

@@ -353,7 +353,35 @@ impl Gatekeeper {
         if report.evidence > 0 {
             report_progress(VerifyPhase::Evidence, report.evidence, totals.evidence);
         }
+        self.verify_evidence_files(&view, &mut report);
         Ok(report)
+    }
+
+    /// Each indexed document's file still has the bytes it was indexed with (its digest): an
+    /// edited or damaged document is listed, as `evidence show` refuses it. A file that is gone
+    /// is not a problem of the index (rebuild derives its anchors from its projection).
+    fn verify_evidence_files<S: store::Source>(&self, view: &store::View<S>, report: &mut VerifyReport) {
+        let mut indexed: Vec<(String, u64)> = Vec::new();
+        let walked = view.for_each_evidence(|_, record| {
+            indexed.push((record.reference, record.digest));
+            true
+        });
+        if walked.is_err() || indexed.is_empty() {
+            return; // already reported by `verify_evidence`
+        }
+        let Ok(root) = self.evidence_root() else { return };
+        let Ok(tree) = crate::evidence::EvidenceRoot::open(&root) else { return };
+        for (reference, digest) in indexed {
+            let Ok(parsed) = crate::evidence::EvidenceRef::parse(&reference) else { continue };
+            if let Ok(document) = tree.read(&parsed)
+                && xxhash_rust::xxh3::xxh3_64(&document.bytes) != digest
+            {
+                report.problem(
+                    format!("evidence {reference}"),
+                    "its file's bytes changed since it was indexed: restore the file, or run `ctxgate evidence index` to index the new bytes".to_string(),
+                );
+            }
+        }
     }
 }
 

@@ -188,6 +188,11 @@ impl Error {
                 Some(message) => format!("the database engine reports: {message}"),
                 // A read past the end: the header points at pages the file no longer has.
                 None if is_cut_short(e) => "the file ends before its data does (it was cut short)".into(),
+                // A file not closed cleanly that redb's repair could not finish (a cut file, a
+                // full disk, a failed write).
+                None if matches!(e, redb::Error::RepairAborted) => {
+                    "it was not closed cleanly and the database engine could not repair it".into()
+                }
                 None => return self,
             },
             _ => return self,

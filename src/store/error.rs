@@ -106,6 +106,23 @@ pub enum Error {
         /// What was found.
         detail: String,
     },
+    /// A damaged file that `rebuild` cannot read either (its repair fails).
+    #[error("{} is damaged beyond what `ctxgate rebuild` can read: {detail}; restore the file from a backup, or import the logs it came from into a new index (the file is left as it was)", .path.display())]
+    Unrecoverable {
+        /// The file.
+        path: PathBuf,
+        /// What was found.
+        detail: String,
+    },
+    /// `rebuild` left out records of a damaged file that could not be read: the new index holds
+    /// every other one.
+    #[error("{} was rebuilt from every record that could be read, but {detail}: those records are not in the index; import the logs they came from again, or restore them from a backup", .path.display())]
+    RebuiltWithLoss {
+        /// The index.
+        path: PathBuf,
+        /// What was left out, and where the old file is kept.
+        detail: String,
+    },
     /// The run file of an interrupted import does not hold what the index recorded of it.
     /// `verify` cannot help (opening the index merges the runs first); `rebuild` reads only the
     /// stored turns.
@@ -148,10 +165,33 @@ impl Error {
             Error::UnknownIndex { .. } => ErrorKind::UnknownIndex,
             Error::ReadOnly { .. } => ErrorKind::ReadOnly,
             Error::Corrupt { .. } => ErrorKind::Corrupt,
-            Error::Damaged { .. } => ErrorKind::Damaged,
+            Error::Damaged { .. } | Error::RebuiltWithLoss { .. } | Error::Unrecoverable { .. } => {
+                ErrorKind::Damaged
+            }
+            // A write the file system refused (a full disk): what to do is about the disk.
+            Error::Database(redb::Error::Io(_)) => ErrorKind::Io,
             Error::Database(_) => ErrorKind::Database,
             Error::Internal { .. } => ErrorKind::Internal,
         }
+    }
+
+    /// Whether this is a write the file system refused (a full disk, a read-only file system,
+    /// a quota), not a problem of the file.
+    pub(crate) fn is_write_failure(&self) -> bool {
+        let io = match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Database(redb::Error::Io(e)) => Some(e),
+            _ => None,
+        };
+        io.is_some_and(|e| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::StorageFull
+                    | std::io::ErrorKind::QuotaExceeded
+                    | std::io::ErrorKind::ReadOnlyFilesystem
+                    | std::io::ErrorKind::PermissionDenied
+            )
+        })
     }
 
     /// An invariant of the storage code that does not hold (its callers broke it).

@@ -15,7 +15,9 @@ pub const MAGIC: &str = "ctxgate-index";
 /// 3: a `postings` row holds up to 128 postings of one anchor over consecutive sessions, keyed
 /// by its first posting (`lists`, `postings::encode_row`); format 2 had a row per session.
 /// `rebuild` reads formats 1 and 2: the turns, which are the same in 2 and 3.
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: a `turns` row ends with a checksum seeded with its key (`turn_text`); `rebuild` reads
+/// formats 1–3 and writes 4.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The oldest format `rebuild` reads (`SourceIndex`).
 pub const OLDEST_REBUILT_FORMAT: u32 = 1;

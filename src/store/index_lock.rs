@@ -9,6 +9,9 @@
 //!   merge. Finding runs, a process that takes it exclusively knows that no import that wrote
 //!   them is alive: the runs are an interrupted import's, to merge. One that cannot take it
 //!   leaves them to the import that is writing them.
+//!
+//! A lock file its user may not write (made by another user, such as root) is locked through a
+//! read-only handle: the lock is the same, and nothing is ever written to the file.
 
 use super::Error;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -62,13 +65,16 @@ impl IndexLock {
     ) -> Result<IndexLock, Error> {
         let index = real_path(index);
         let path = lock_path(&index);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|source| Error::Io { path: path.clone(), source })?;
+        let file = match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path) {
+            Ok(file) => file,
+            // A lock file another user made (`sudo ctxgate compact` leaves a root-owned one): an
+            // OS lock needs no write access, so it is taken through a read-only handle.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => OpenOptions::new()
+                .read(true)
+                .open(&path)
+                .map_err(|_| Error::Io { path: path.clone(), source: e })?,
+            Err(source) => return Err(Error::Io { path, source }),
+        };
         let started = Instant::now();
         loop {
             match try_lock(&file) {

@@ -254,6 +254,26 @@ impl Store {
                     if evidence && !interrupted {
                         return Ok(Store::new(Engine::ReadOnly(db), path, options));
                     }
+                    if evidence && interrupted && finished < FINISH_ATTEMPTS {
+                        // Merging needs room to write. A read does not: on a full disk (or a
+                        // read-only one) it reads the committed turns as they are, without
+                        // the runs' postings, and says so.
+                        log::info!("{}: an import was interrupted; merging its runs before reading", path.display());
+                        match Store::open(path, options) {
+                            Ok(store) => drop(store),
+                            Err(e) if e.is_write_failure() => {
+                                log::warn!(
+                                    "{}: the runs of an interrupted import cannot be merged ({e}); reading without them: \
+                                     recall misses its last turns until a writer merges them (free disk space, then run any write, e.g. `ctxgate compact`)",
+                                    path.display()
+                                );
+                                return Ok(Store::new(Engine::ReadOnly(db), path, options));
+                            }
+                            Err(e) => return Err(e),
+                        }
+                        finished += 1;
+                        continue;
+                    }
                     if interrupted { "an import was interrupted" } else { "it has no evidence tables yet" }
                 }
             };
@@ -262,7 +282,13 @@ impl Store {
                 return Err(Error::Busy { path: path.to_path_buf(), waited: Duration::ZERO });
             }
             log::info!("{}: {unfinished}; finishing it before reading it", path.display());
-            drop(Store::open(path, options)?);
+            if matches!(unfinished, "it was not closed cleanly") {
+                // Repair only (redb's, in place), without merging runs, which needs room.
+                check_existing(path, options)?;
+                drop(damage::catch_redb_panic(path, || open_writer(path, options))?);
+            } else {
+                drop(Store::open(path, options)?);
+            }
             finished += 1;
         }
     }

@@ -65,6 +65,32 @@ impl SessionRecord {
     }
 }
 
+/// A `sessions` row (format 4): postcard [`SessionRecord`], then a checksum: the low 32 bits of
+/// XXH3-64 of the record seeded with the session id. A damaged record (a turn count one bit
+/// off would hide turns) is an error, never a session served with other values.
+pub fn session_row(id: u32, record: &SessionRecord) -> Result<Vec<u8>, super::Error> {
+    let mut row = postcard::to_allocvec(record).map_err(|e| super::error::corrupt(format!("session {id}"), e))?;
+    let sum = xxhash_rust::xxh3::xxh3_64_with_seed(&row, u64::from(id)) as u32;
+    row.extend_from_slice(&sum.to_le_bytes());
+    Ok(row)
+}
+
+/// The record a `sessions` row of session `id` holds, checked against its checksum (formats
+/// before 4 have none: `checked` false).
+pub fn decode_session_row(id: u32, row: &[u8], checked: bool) -> Result<SessionRecord, super::Error> {
+    let damaged = |e: &dyn std::fmt::Display| super::error::corrupt(format!("session {id}"), e);
+    let record = if checked {
+        let (record, sum) = row.split_last_chunk::<4>().ok_or_else(|| damaged(&"the row is cut short"))?;
+        if xxhash_rust::xxh3::xxh3_64_with_seed(record, u64::from(id)) as u32 != u32::from_le_bytes(*sum) {
+            return Err(damaged(&"its checksum does not match: the row is damaged"));
+        }
+        record
+    } else {
+        row
+    };
+    postcard::from_bytes(record).map_err(|e| damaged(&e))
+}
+
 /// The session digest after one more turn.
 pub fn next_digest(digest: u64, user: &str, assistant: &str) -> u64 {
     // Streamed: the same hash as of the concatenated bytes, without copying the texts.
@@ -191,5 +217,20 @@ mod tests {
         let ab = next_digest(next_digest(0, "a", "b"), "c", "d");
         assert_ne!(ab, next_digest(next_digest(0, "c", "d"), "a", "b"));
         assert_ne!(next_digest(0, "ab", ""), next_digest(0, "a", "b"));
+    }
+
+    #[test]
+    fn session_rows_are_checked() {
+        let record = SessionRecord { turn_count: 887, ..SessionRecord::new("work") };
+        let row = session_row(3, &record).unwrap();
+        assert_eq!(decode_session_row(3, &row, true).unwrap(), record);
+        for at in 0..row.len() * 8 {
+            let mut flipped = row.clone();
+            flipped[at / 8] ^= 1 << (at % 8);
+            assert!(decode_session_row(3, &flipped, true).is_err(), "bit {at}");
+        }
+        assert!(decode_session_row(4, &row, true).is_err(), "under another id");
+        let old = postcard::to_allocvec(&record).unwrap();
+        assert_eq!(decode_session_row(3, &old, false).unwrap(), record, "format 3 rows have no checksum");
     }
 }

@@ -2,7 +2,7 @@
 
 use super::error::{Error, corrupt};
 use super::evidence::{EvidenceMeta, EvidenceRecord};
-use super::keys::{block_key, split_block_key};
+use super::keys::split_block_key;
 use super::records::{MetaRecord, SessionRecord, TurnRecord};
 use super::format::OLDEST_REBUILT_FORMAT;
 use super::tables::{EVIDENCE, META, SESSIONS, TEXT_DICTIONARIES, TURNS};
@@ -17,6 +17,16 @@ pub struct SourceIndex {
     db: redb::ReadOnlyDatabase,
     path: PathBuf,
     format_version: u32,
+    /// The repaired copy read instead of the file, if it was not closed cleanly; removed on drop.
+    repaired_copy: Option<PathBuf>,
+}
+
+impl Drop for SourceIndex {
+    fn drop(&mut self) {
+        if let Some(copy) = &self.repaired_copy {
+            let _ = std::fs::remove_file(copy);
+        }
+    }
 }
 
 impl SourceIndex {
@@ -37,6 +47,52 @@ impl SourceIndex {
         let db = with_busy_wait(path, options.busy_timeout, || {
             redb::Database::builder().set_cache_size(options.cache_bytes).open_read_only(path)
         })?;
+        Self::from_db(db, path, None)
+    }
+
+    /// [`SourceIndex::open`], and for a file that was not closed cleanly (redb reads such a
+    /// file only once repaired): `copy` is made of it, repaired (redb's repair, the one any
+    /// writer's open runs) and read instead, so that a repair that fails leaves the file as it
+    /// was. The copy is removed when the index is dropped.
+    ///
+    /// # Errors
+    /// As [`SourceIndex::open`], and [`Error::Damaged`] if the copy cannot be repaired.
+    pub fn open_or_repair(path: &Path, copy: &Path, options: &StoreOptions) -> Result<SourceIndex, Error> {
+        match Self::open(path, options) {
+            Err(Error::Database(redb::Error::RepairAborted)) => {}
+            other => return other,
+        }
+        log::warn!("{} was not closed cleanly: rebuilding from a repaired copy", path.display());
+        let removed = |e: Error| {
+            let _ = std::fs::remove_file(copy);
+            e
+        };
+        std::fs::copy(path, copy).map_err(|source| removed(Error::Io { path: copy.to_path_buf(), source }))?;
+        let repaired = super::damage::catch_panic(path, || {
+            redb::Database::builder().set_cache_size(options.cache_bytes).create(copy).map(drop)
+        });
+        let cannot = |detail: String| {
+            removed(Error::Unrecoverable {
+                path: path.to_path_buf(),
+                detail: format!("it was not closed cleanly, and repairing a copy of it failed: {detail}"),
+            })
+        };
+        match repaired {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(cannot(e.to_string())),
+            Err(crate::Error::Store(Error::Damaged { detail, .. })) => return Err(cannot(detail)),
+            Err(e) => return Err(cannot(e.to_string())),
+        }
+        let db = redb::Database::builder()
+            .set_cache_size(options.cache_bytes)
+            .open_read_only(copy)
+            .map_err(|e| removed(e.into()))?;
+        Self::from_db(db, path, Some(copy.to_path_buf())).map_err(removed)
+    }
+
+    /// Checks what `db` (the file at `path`, or its repaired copy) holds.
+    fn from_db(db: redb::ReadOnlyDatabase, path: &Path, repaired_copy: Option<PathBuf>) -> Result<SourceIndex, Error> {
+        let not_ours = || Error::NotAnIndex { path: path.to_path_buf() };
         let meta: MetaRecord = {
             let txn = db.begin_read()?;
             let table = txn.open_table(META).map_err(|_| not_ours())?;
@@ -54,7 +110,7 @@ impl SourceIndex {
                 supported: FORMAT_VERSION,
             });
         }
-        Ok(SourceIndex { db, path: path.to_path_buf(), format_version: meta.format_version })
+        Ok(SourceIndex { db, path: path.to_path_buf(), format_version: meta.format_version, repaired_copy })
     }
 
     /// What the index records of its redaction ([`super::redaction`]).
@@ -72,49 +128,39 @@ impl SourceIndex {
         &self.path
     }
 
-    /// Every session in id order.
-    pub fn sessions(&self) -> Result<Vec<(u32, SessionRecord)>, Error> {
+    /// The repaired copy read instead of the file, if it was not closed cleanly.
+    pub fn repaired_copy(&self) -> Option<&Path> {
+        self.repaired_copy.as_deref()
+    }
+
+    /// Every session in id order; a record that does not decode is its error, and the others
+    /// are still read.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, Error> {
         let txn = self.db.begin_read()?;
         let table = txn.open_table(SESSIONS)?;
         let mut out = Vec::new();
         for entry in table.iter()? {
             let (key, value) = entry?;
             let id = key.value();
-            out.push((
-                id,
-                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?,
-            ));
+            out.push((id, super::records::decode_session_row(id, value.value(), self.format_version >= 4)));
         }
         Ok(out)
     }
 
-    /// Up to `limit` turns of `session` from turn `from` on, in turn order.
-    pub fn turns(&self, session: u32, from: u32, limit: usize) -> Result<Vec<(u32, TurnRecord)>, Error> {
+    /// Every row of `turns` in the file's key order, each decoded and checked (from format 4,
+    /// against its checksum). A row that does not decode is its error and the next is read: one
+    /// damaged turn costs that turn. The table is walked whole, never by a range that ends at a
+    /// key: a damaged key would end such a range early, dropping the intact turns behind it.
+    pub fn turn_rows(&self) -> Result<TurnRows, Error> {
         let txn = self.db.begin_read()?;
-        let table = txn.open_table(TURNS)?;
+        let rows = txn.open_table(TURNS)?.range::<u64>(..)?;
         // Format 1 stored a turn as postcard `TurnRecord`; later ones as `turn_text` rows.
         let dictionaries = match self.format_version {
             1 => None,
             _ => Some(txn.open_table(TEXT_DICTIONARIES)?),
         };
-        let mut decoders = Decoders::default();
-        let mut out = Vec::new();
-        for entry in table.range(block_key(session, from)..=block_key(session, u32::MAX))?.take(limit) {
-            let (key, value) = entry?;
-            let (_, turn) = split_block_key(key.value());
-            let what = || format!("turn {session}:{turn}");
-            let record = match &dictionaries {
-                None => postcard::from_bytes(value.value()).map_err(|e| corrupt(what(), e))?,
-                Some(dictionaries) => {
-                    let mut load = |id: u32| {
-                        dictionaries.get(id)?.map(|g| TextDictionary::from_row(id, g.value())).transpose()
-                    };
-                    decoders.decode(value.value(), what, &mut load)?
-                }
-            };
-            out.push((turn, record));
-        }
-        Ok(out)
+        let decoders = if self.format_version < 4 { Decoders::unchecked() } else { Decoders::default() };
+        Ok(TurnRows { _txn: txn, rows, dictionaries, decoders, done: false })
     }
 
     /// Evidence totals and root (defaults for a file made before evidence existed).
@@ -142,5 +188,51 @@ impl SourceIndex {
             out.push(postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("evidence {id}"), e))?);
         }
         Ok(out)
+    }
+}
+
+/// The rows of `turns`, decoded: [`SourceIndex::turn_rows`].
+pub struct TurnRows {
+    _txn: redb::ReadTransaction,
+    rows: redb::Range<'static, u64, &'static [u8]>,
+    dictionaries: Option<redb::ReadOnlyTable<u32, &'static [u8]>>,
+    decoders: Decoders,
+    done: bool,
+}
+
+/// A row of `sessions`: the session's id, and its record or why it does not decode.
+pub type SessionRow = (u32, Result<SessionRecord, Error>);
+
+/// A row of `turns`: its session and turn (as its key says), and its record or why it does not
+/// decode.
+pub type TurnRow = (u32, u32, Result<TurnRecord, Error>);
+
+impl Iterator for TurnRows {
+    /// A row, or the error that ended the walk (the table itself could not be read further).
+    type Item = Result<TurnRow, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let (key, value) = match self.rows.next()? {
+            Ok(entry) => entry,
+            Err(e) => {
+                self.done = true;
+                return Some(Err(e.into()));
+            }
+        };
+        let key = key.value();
+        let (session, turn) = split_block_key(key);
+        let what = || format!("turn {session}:{turn}");
+        let record = match &self.dictionaries {
+            None => postcard::from_bytes(value.value()).map_err(|e| corrupt(what(), e)),
+            Some(dictionaries) => {
+                let mut load =
+                    |id: u32| dictionaries.get(id)?.map(|g| TextDictionary::from_row(id, g.value())).transpose();
+                self.decoders.decode(key, value.value(), what, &mut load)
+            }
+        };
+        Some(Ok((session, turn, record)))
     }
 }

@@ -1,11 +1,17 @@
-//! The rows of `turns` (format 2): what the gate said, raw, then the turn's text compressed.
+//! The rows of `turns` (format 2): what the gate said, raw, then the turn's text compressed;
+//! since format 4, a checksum at the end.
 //!
 //! ```text
-//! row   = postcard TurnHead | varint codec | body
-//! codec = 0: body is postcard TurnBody
-//!       | 1: body is a zstd frame of postcard TurnBody
-//!       | 2 + k: the same, compressed with text dictionary k (table `text_dictionaries`)
+//! row      = postcard TurnHead | varint codec | body | checksum
+//! codec    = 0: body is postcard TurnBody
+//!          | 1: body is a zstd frame of postcard TurnBody
+//!          | 2 + k: the same, compressed with text dictionary k (table `text_dictionaries`)
+//! checksum = u32 LE: the low 32 bits of XXH3-64 of the row before it, seeded with the block key
 //! ```
+//!
+//! The checksum makes every damaged row an error naming its turn, never a turn served with
+//! other text: a flipped bit in raw text still decodes, and one in a zstd frame may too. Seeded
+//! with the key, it also catches a damaged key: a row found under another key than its own.
 //! Turns are short (a few hundred bytes), and zstd alone barely compresses one (~0.7 of raw);
 //! a dictionary trained on the index's own turns brings real chats to ~0.5 and generated ones
 //! to ~0.15, while a turn stays one row: an add writes one record, a read decompresses one
@@ -40,8 +46,10 @@ pub const TRAIN_READ_BYTES: usize = 4 * TRAIN_SAMPLE_BYTES;
 const MAX_DICTIONARY_BYTES: usize = 64 << 10;
 
 /// Largest text a row may claim to hold when decompressed: a damaged row is an error, never a
-/// huge allocation. Both texts at `Session::add_turn`'s limit, with room for tool arguments.
-const MAX_BODY_BYTES: u64 = 4 * crate::session::MAX_TEXT_BYTES as u64;
+/// huge allocation. Far above the largest turn accepted now ([`crate::limits::MAX_TURN_BYTES`]):
+/// versions before the limit stored turns of any size (34 MB ones were seen), and a turn that
+/// was stored must read back. It used to be 32 MiB, which made such turns unreadable.
+const MAX_BODY_BYTES: u64 = 1 << 30;
 
 /// What the gate decided when the turn was added, and its segment: stored uncompressed, and
 /// written by the one writer (the gate needs the history), where the body is compressed
@@ -220,11 +228,16 @@ pub fn compress(body: Vec<u8>, dictionary: Option<&TextDictionary>) -> EncodedTe
     }
 }
 
-/// A `turns` row: `record`'s gate and segment, then `text` (its text, encoded), whose
-/// dictionary has id `dictionary_id` in the file.
-pub fn row(record: &TurnRecord, text: &EncodedText, dictionary_id: Option<u32>) -> Result<Vec<u8>, Error> {
+/// The checksum that ends the row of block `key` whose other bytes are `bytes`.
+fn checksum(key: u64, bytes: &[u8]) -> u32 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(bytes, key) as u32
+}
+
+/// A `turns` row for block `key`: `record`'s gate and segment, then `text` (its text,
+/// encoded), whose dictionary has id `dictionary_id` in the file, then the checksum.
+pub fn row(key: u64, record: &TurnRecord, text: &EncodedText, dictionary_id: Option<u32>) -> Result<Vec<u8>, Error> {
     let head = TurnHead { gate: record.gate.clone(), segment_start: record.segment_start };
-    let mut out = postcard::to_extend(&head, Vec::with_capacity(text.bytes.len() + 24))
+    let mut out = postcard::to_extend(&head, Vec::with_capacity(text.bytes.len() + 28))
         .map_err(|e| corrupt("turn head", e))?;
     let codec = match (text.compressed, text.dictionary, dictionary_id) {
         (false, _, _) => 0,
@@ -234,6 +247,8 @@ pub fn row(record: &TurnRecord, text: &EncodedText, dictionary_id: Option<u32>) 
     };
     super::postings::write_varint(&mut out, codec);
     out.extend_from_slice(&text.bytes);
+    let sum = checksum(key, &out);
+    out.extend_from_slice(&sum.to_le_bytes());
     Ok(out)
 }
 
@@ -243,21 +258,38 @@ pub fn row(record: &TurnRecord, text: &EncodedText, dictionary_id: Option<u32>) 
 pub struct Decoders {
     plain: Option<zstd::bulk::Decompressor<'static>>,
     with_dictionary: Vec<(u32, zstd::bulk::Decompressor<'static>)>,
+    /// Rows of formats 2 and 3 end without a checksum (read only to rebuild them).
+    unchecked: bool,
 }
 
 /// Reads text dictionary `id` from the file (checked: [`TextDictionary::from_row`]).
 pub type LoadDictionary<'a> = &'a mut dyn FnMut(u32) -> Result<Option<TextDictionary>, Error>;
 
 impl Decoders {
-    /// Decodes a `turns` row; `what` names the turn in errors, `load` reads a dictionary the
-    /// row needs that no decoder has yet.
+    /// Decoders of the rows of formats 2 and 3, which have no checksum.
+    pub fn unchecked() -> Self {
+        Decoders { unchecked: true, ..Decoders::default() }
+    }
+
+    /// Decodes the `turns` row of block `key`, checking its checksum; `what` names the turn in
+    /// errors, `load` reads a dictionary the row needs that no decoder has yet.
     pub fn decode(
         &mut self,
+        key: u64,
         row: &[u8],
         what: impl Fn() -> String,
         load: LoadDictionary<'_>,
     ) -> Result<TurnRecord, Error> {
         let damaged = |e: &dyn std::fmt::Display| corrupt(what(), e);
+        let row = if self.unchecked {
+            row
+        } else {
+            let (row, sum) = row.split_last_chunk::<4>().ok_or_else(|| damaged(&"the row is cut short"))?;
+            if checksum(key, row) != u32::from_le_bytes(*sum) {
+                return Err(damaged(&"its checksum does not match: the row is damaged"));
+            }
+            row
+        };
         let (head, rest): (TurnHead, &[u8]) = postcard::take_from_bytes(row).map_err(|e| damaged(&e))?;
         let mut reader = super::postings::Reader::new(rest);
         let codec = reader.varint().map_err(|e| damaged(&e))?;
@@ -271,7 +303,7 @@ impl Decoders {
                     .ok()
                     .flatten()
                     .filter(|&size| size <= MAX_BODY_BYTES)
-                    .ok_or_else(|| damaged(&"no size in its zstd frame"))?;
+                    .ok_or_else(|| damaged(&"no size (or a size over 1 GiB) in its zstd frame"))?;
                 decompressed = decompressor.decompress(body, size as usize).map_err(|e| damaged(&e))?;
                 &decompressed
             }
@@ -339,12 +371,14 @@ mod tests {
         compress(body(&r.user, &r.assistant, &r.time, &r.tools), dictionary)
     }
 
+    const KEY: u64 = 7 << 32 | 3;
+
     fn no_dictionaries(_: u32) -> Result<Option<TextDictionary>, Error> {
         Ok(None)
     }
 
     fn decode(decoders: &mut Decoders, row: &[u8]) -> Result<TurnRecord, Error> {
-        decoders.decode(row, || "turn 0:0".into(), &mut no_dictionaries)
+        decoders.decode(KEY, row, || "turn 0:0".into(), &mut no_dictionaries)
     }
 
     /// Turns that share most of their phrasing, as one log's do.
@@ -370,7 +404,7 @@ mod tests {
         let long = "the pool size and the timeout ".repeat(40);
         for r in [record("", ""), record("short", "x"), record(&long, &long), record("分布式锁", &long)] {
             let text = encoded(&r, None);
-            let row = row(&r, &text, None).unwrap();
+            let row = row(KEY, &r, &text, None).unwrap();
             assert_eq!(decode(&mut decoders, &row).unwrap(), r);
         }
         // The long text compresses; the short one is kept raw (codec 0).
@@ -398,17 +432,17 @@ mod tests {
         };
         let mut decoders = Decoders::default();
         for r in &turns[..50] {
-            let row = row(r, &encoded(r, Some(&dictionary)), Some(3)).unwrap();
-            assert_eq!(decoders.decode(&row, String::new, &mut load).unwrap(), *r);
+            let row = row(KEY, r, &encoded(r, Some(&dictionary)), Some(3)).unwrap();
+            assert_eq!(decoders.decode(KEY, &row, String::new, &mut load).unwrap(), *r);
         }
         assert_eq!(loads, 1, "a dictionary is loaded once per decoder set");
 
         // A row that names a dictionary the file lacks is an error, not a panic.
-        let row = row(&turns[0], &encoded(&turns[0], Some(&dictionary)), Some(4)).unwrap();
+        let row = row(KEY, &turns[0], &encoded(&turns[0], Some(&dictionary)), Some(4)).unwrap();
         let err = decode(&mut Decoders::default(), &row).unwrap_err();
         assert!(err.to_string().contains("text dictionary 4"), "{err}");
         // Nor without an id to name it by.
-        assert!(super::row(&turns[0], &encoded(&turns[0], Some(&dictionary)), None).is_err());
+        assert!(super::row(KEY, &turns[0], &encoded(&turns[0], Some(&dictionary)), None).is_err());
         // A dictionary row with a byte changed is refused, not used.
         let mut damaged = dictionary.row();
         let last = damaged.len() - 1;
@@ -428,17 +462,39 @@ mod tests {
     #[test]
     fn damaged_rows_are_errors() {
         let r = record(&"pool timeout ".repeat(50), "ok");
-        let good = row(&r, &encoded(&r, None), None).unwrap();
+        let good = row(KEY, &r, &encoded(&r, None), None).unwrap();
         let mut decoders = Decoders::default();
         for cut in 0..good.len() {
             assert!(decode(&mut decoders, &good[..cut]).is_err(), "cut at {cut}");
         }
         for at in 0..good.len() {
-            let mut flipped = good.clone();
-            flipped[at] ^= 0x5a;
-            // Either an error or some record: never a panic.
-            let _ = decode(&mut decoders, &flipped);
+            for bit in 0..8 {
+                let mut flipped = good.clone();
+                flipped[at] ^= 1 << bit;
+                let err = decode(&mut decoders, &flipped).expect_err("a flipped bit is an error");
+                assert!(err.to_string().contains("turn 0:0"), "{err}");
+            }
         }
+        // Found under another key (a damaged key): an error too.
+        for bit in 0..64 {
+            let err = decoders.decode(KEY ^ (1 << bit), &good, || "turn 0:0".into(), &mut no_dictionaries);
+            assert!(err.is_err(), "key bit {bit}");
+        }
+        // A raw row of format 3 (no checksum) reads with the unchecked decoders.
+        let raw = row(KEY, &r, &encoded(&r, None), None).unwrap();
+        let legacy = &raw[..raw.len() - 4];
+        assert_eq!(Decoders::unchecked().decode(0, legacy, String::new, &mut no_dictionaries).unwrap(), r);
+    }
+
+    /// A turn larger than today's limit, as versions before it stored (34 MB bricked its
+    /// session: reads refused frames over 32 MiB), reads back.
+    #[test]
+    fn a_turn_stored_before_the_limit_reads_back() {
+        let r = record(&"lease renewal ".repeat(34_000_000 / 14), "ok");
+        let text = encoded(&r, None);
+        assert!(text.compressed);
+        let row = row(KEY, &r, &text, None).unwrap();
+        assert_eq!(decode(&mut Decoders::default(), &row).unwrap(), r);
     }
 
     /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
@@ -452,7 +508,9 @@ mod tests {
             time: None,
             tools: vec![],
         };
-        let row = row(&r, &encoded(&r, None), None).unwrap();
-        assert_eq!(row, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, b'h', b'i', 2, b'y', b'o', 0, 0]);
+        let row = row(KEY, &r, &encoded(&r, None), None).unwrap();
+        let (body, sum) = row.split_last_chunk::<4>().unwrap();
+        assert_eq!(body, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 2, b'h', b'i', 2, b'y', b'o', 0, 0]);
+        assert_eq!(*sum, (xxhash_rust::xxh3::xxh3_64_with_seed(body, KEY) as u32).to_le_bytes());
     }
 }

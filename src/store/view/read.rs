@@ -91,6 +91,12 @@ impl<S: Source> View<S> {
         let record = self
             .session_record(id)?
             .ok_or_else(|| Error::Corrupt { what: format!("session {name:?} (id {id}) has no record") })?;
+        if record.name != name {
+            // A damaged `session_names` row: never another session's turns under this name.
+            return Err(Error::Corrupt {
+                what: format!("session {name:?}: its name leads to session {id}, named {:?}", record.name),
+            });
+        }
         Ok(Some((id, record)))
     }
 
@@ -99,7 +105,7 @@ impl<S: Source> View<S> {
         self.tables
             .sessions
             .get(id)?
-            .map(|g| postcard::from_bytes(g.value()).map_err(|e| corrupt(format!("session {id}"), e)))
+            .map(|g| super::super::records::decode_session_row(id, g.value(), true))
             .transpose()
     }
 
@@ -109,9 +115,7 @@ impl<S: Source> View<S> {
         for entry in self.tables.sessions.iter()? {
             let (key, value) = entry?;
             let id = key.value();
-            let record =
-                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?;
-            out.push((id, record));
+            out.push((id, super::super::records::decode_session_row(id, value.value(), true)?));
         }
         Ok(out)
     }
@@ -129,8 +133,7 @@ impl<S: Source> View<S> {
             if id == except {
                 continue;
             }
-            let record: SessionRecord =
-                postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e))?;
+            let record = super::super::records::decode_session_row(id, value.value(), true)?;
             if record.turn_count > 0 {
                 out.push(id);
             }
@@ -172,7 +175,7 @@ impl<S: Source> View<S> {
         let mut load = |id: u32| {
             self.tables.dictionaries.get(id)?.map(|g| TextDictionary::from_row(id, g.value())).transpose()
         };
-        decoders.decode(row, || format!("turn {session}:{turn}"), &mut load)
+        decoders.decode(block_key(session, turn), row, || format!("turn {session}:{turn}"), &mut load)
     }
 
     /// Whether the index should train its text dictionary now: it has none, and the last

@@ -34,7 +34,7 @@ impl<S: Source> View<S> {
         for entry in self.tables.sessions.iter()? {
             let (key, value) = entry?;
             let id = key.value();
-            f(id, postcard::from_bytes(value.value()).map_err(|e| corrupt(format!("session {id}"), e)));
+            f(id, super::super::records::decode_session_row(id, value.value(), true));
         }
         Ok(())
     }

@@ -23,7 +23,7 @@ impl View<WriteSource<'_>> {
 
     /// Stores a session record.
     pub fn put_session(&mut self, id: u32, record: &SessionRecord) -> Result<(), Error> {
-        let bytes = postcard::to_allocvec(record).map_err(|e| corrupt(format!("session {id}"), e))?;
+        let bytes = super::super::records::session_row(id, record)?;
         self.tables.sessions.insert(id, bytes.as_slice())?;
         Ok(())
     }
@@ -104,7 +104,7 @@ impl View<WriteSource<'_>> {
             Some(hash) => Some(self.text_dictionary_id(hash)?),
             None => None,
         };
-        let encoded = turn_text::row(record, &text, dictionary_id)?;
+        let encoded = turn_text::row(key, record, &text, dictionary_id)?;
         drop(text);
         match row {
             PendingRow::Logged => {
