@@ -1,8 +1,8 @@
 //! `Gatekeeper::open` and `Options`: the facade the CLI and the server use.
 
 use crate::error::{Error, Result};
-use crate::search::SearchHit;
-use crate::select::Policy;
+use crate::query::search::SearchHit;
+use crate::query::select::Policy;
 use crate::session::Session;
 use crate::store::{Store, StoreOptions};
 use crate::tokens::{TokenEstimator, Tokenizer};
@@ -317,7 +317,7 @@ impl Gatekeeper {
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         crate::session::check_query(query)?;
         let view = self.store.read()?;
-        crate::search::search_hits(&view, query, limit)
+        crate::query::search::search_hits(&view, query, limit)
     }
 
     /// Whether the index was opened read-only ([`Gatekeeper::open_read_only`]).

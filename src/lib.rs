@@ -32,7 +32,7 @@
 //! - [`tokens`]: the token estimator, replaceable by a real tokenizer.
 //! - `server` (feature `server`): the MCP server.
 //!
-//! The algorithm's modules and the index (`anchor`, `gate`, `search`, `store`, `text`) are
+//! The algorithm's modules and the index (`anchor`, `gate`, `query`, `store`, `text`) are
 //! public only with the `internals` feature, for this repository's benches, tools and tests.
 //! `docs/ARCHITECTURE.md` maps them; `docs/DESIGN.md` is the specification (the `DESIGN §N`
 //! of code comments).
@@ -53,8 +53,7 @@ macro_rules! internal_modules {
         mod $name;
     )*};
 }
-internal_modules!(anchor, gate, search, store, text);
-mod bearing;
+internal_modules!(anchor, gate, query, store, text);
 pub mod evidence;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -62,23 +61,13 @@ pub mod fuzzing;
 mod gatekeeper;
 mod history;
 pub mod hook;
-mod idf;
 pub mod import;
 pub mod jobs;
 pub mod limits;
-mod pipeline;
-mod prompt;
-mod prune;
-mod query;
-mod recall;
 pub mod redact;
-mod segment;
-mod select;
 #[cfg(feature = "server")]
 pub mod server;
 mod session;
-mod session_lists;
-mod spread;
 pub mod tokens;
 mod types;
 mod write;
@@ -89,9 +78,11 @@ pub use gate::{GateDecision, Topic, describe_reference};
 pub use gatekeeper::{DEFAULT_TOKEN_BUDGET, Gatekeeper, Options, SessionInfo, Stats};
 pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::Format;
-pub use query::QueryAnchor;
-pub use search::SearchHit;
-pub use select::{Budget, EmptyBecause, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
+pub use query::anchors::QueryAnchor;
+pub use query::search::SearchHit;
+pub use query::select::{
+    Budget, EmptyBecause, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection,
+};
 pub use session::{MAX_TEXT_BYTES, Session};
 pub use store::redaction::History as RedactionHistory;
 pub use store::{Error as StoreError, TableSize, catch_damage, catch_panic, name_damaged_file};

@@ -3,11 +3,11 @@
 use crate::error::{Error, Result};
 use crate::gate::GateDecision;
 use crate::gatekeeper::Gatekeeper;
-use crate::pipeline::{self, SelectParams};
-use crate::prompt;
+use crate::query::gate_view::{self, SessionRef};
+use crate::query::pipeline::{self, SelectParams};
+use crate::query::prompt;
+use crate::query::select::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 use crate::redact::redact_within;
-use crate::segment::{self, SessionRef};
-use crate::select::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 use crate::tokens::TokenEstimator;
 use crate::write::turn::{self, Postings, PreparedTurn};
 
@@ -81,7 +81,7 @@ impl<'g> Session<'g> {
         let (id, record) = self.lookup(&view)?;
         let as_of = resolve_as_of(as_of, record.turn_count)?;
         let session = SessionRef { id, record: &record };
-        Ok(self.gatekeeper.in_pool(|| segment::gate(&view, Some(&session), as_of, query))?.decision)
+        Ok(self.gatekeeper.in_pool(|| gate_view::gate(&view, Some(&session), as_of, query))?.decision)
     }
 
     /// Selects context for `query` with the gatekeeper's default options.

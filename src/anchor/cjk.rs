@@ -2,7 +2,7 @@
 //!
 //! CJK text has no spaces between words, so every character 2-gram and 3-gram of each run of
 //! CJK characters is an anchor (`分布式锁` gives `分布 布式 式锁 分布式 布式锁`). A run of one
-//! character gives none. Their IDF floor is applied at query time, in [`crate::idf`].
+//! character gives none. Their IDF floor is applied at query time, in [`crate::query::idf`].
 
 use super::word::{self, Visitor, WordRun};
 use crate::text::is_cjk;

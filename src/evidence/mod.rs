@@ -5,13 +5,12 @@
 //! projections ([`project`]), JSON pointers ([`pointer`](mod@pointer)) and the text a document is indexed
 //! by. Apart from it: [`EvidenceRoot`], the one way to the files under the evidence root;
 //! `index`, the gatekeeper's evidence (`put_evidence`, `index_evidence`, `read_evidence`, ...,
-//! over the tables of `store::evidence`); `recall`, the evidence a query selects.
+//! over the tables of `store::evidence`). The evidence a query selects is `query::evidence_recall`.
 
 mod anchors;
 mod index;
 pub mod pointer;
 mod projection;
-pub(crate) mod recall;
 pub(crate) mod reference;
 mod root;
 mod spec;

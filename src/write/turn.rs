@@ -9,7 +9,7 @@
 use crate::anchor::{self, HashedAnchor};
 use crate::error::{Error, Result};
 use crate::gate::Topic;
-use crate::segment::{self, GateFilter, SessionRef};
+use crate::query::gate_view::{self, GateFilter, SessionRef};
 use crate::store::records::{ForwardRecord, GateRecord, SessionRecord, ToolRecord, TurnRecord, next_digest};
 use crate::store::turn_text::EncodedText;
 use crate::store::{PendingRow, View, WriteSource};
@@ -105,7 +105,7 @@ pub fn append_turn(
     let (text, anchors, filter) = (&turn.user, &turn.user_anchors, &turn.gate_filter);
     let decision = match &postings {
         Postings::Logged => {
-            segment::gate_hashed(view, &session, turn_id, text, anchors, filter, |hash| Ok(view.df(hash)?))?
+            gate_view::gate_hashed(view, &session, turn_id, text, anchors, filter, |hash| Ok(view.df(hash)?))?
         }
         Postings::FoldInTransaction(earlier) => {
             if earlier.gate_anchors.len() != anchors.len() {
@@ -123,7 +123,7 @@ pub fn append_turn(
                 };
                 Ok(view.folded_df(hash)? + count)
             };
-            segment::gate_hashed(view, &session, turn_id, text, anchors, filter, df)?
+            gate_view::gate_hashed(view, &session, turn_id, text, anchors, filter, df)?
         }
     };
     let switch = decision.topic == Topic::Switch;

@@ -129,7 +129,7 @@ impl Recall {
         match session {
             Some(_) => bm25_top_k(&view, query, session),
             // The library's own search across sessions (`ctxgate::search`).
-            None => Ok(ctxgate::search::search(&view, query, TOP_K)?.hits.len()),
+            None => Ok(ctxgate::query::search::search(&view, query, TOP_K)?.hits.len()),
         }
     }
 

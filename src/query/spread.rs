@@ -14,7 +14,7 @@
 //! rate elsewhere comes out a little high.
 
 use crate::error::Result;
-use crate::query::{QueryAnchor, QueryAnchors};
+use crate::query::anchors::{QueryAnchor, QueryAnchors};
 use crate::store::{Source, View};
 use crate::types::Posting;
 

@@ -11,9 +11,9 @@
 use crate::anchor;
 use crate::error::Result;
 use crate::evidence::{self, Document};
-use crate::idf::idf;
-use crate::query::QueryAnchors;
-use crate::recall::{BM25_B, BM25_K1};
+use crate::query::idf::idf;
+use crate::query::anchors::QueryAnchors;
+use crate::query::recall::{BM25_B, BM25_K1};
 use crate::store::evidence::EvidenceRecord;
 use crate::store::{Source, View};
 use crate::types::anchor_hash;

@@ -1,6 +1,6 @@
 //! Prompt assembly: the selected turns, then the question, as text ready to send.
 
-use crate::select::Selection;
+use crate::query::select::Selection;
 
 /// Heading before the selected turns.
 pub const CONTEXT_HEADING: &str =

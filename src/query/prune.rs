@@ -7,7 +7,7 @@
 //! anchor is empty after pruning: the caller skips it.
 
 use crate::anchor::{self, is_cjk_ngram};
-use crate::query::QueryAnchors;
+use crate::query::anchors::QueryAnchors;
 
 use crate::text::{Sentence, split_sentences};
 use crate::types::anchor_hash;

@@ -13,7 +13,7 @@ mod selection;
 
 pub use selection::{Budget, EmptyBecause, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 
-use crate::query::QueryAnchors;
+use crate::query::anchors::QueryAnchors;
 use serde::{Deserialize, Serialize};
 
 /// DESIGN §3.7: stop once this share of the query's IDF is covered.
@@ -47,7 +47,7 @@ pub struct Offer {
     /// before the current topic segment on a continue, which covers only what the segment's
     /// turns do not (`pipeline::select`).
     pub covers: u64,
-    /// Among the top [`crate::recall::RECALL_LIMIT`] recalled (or an evidence projection): the
+    /// Among the top [`crate::query::recall::RECALL_LIMIT`] recalled (or an evidence projection): the
     /// greedy chooses among these only; `fill` may take any offer.
     pub in_greedy: bool,
     /// Token estimate of the whole, unpruned block (`tokens` if pruning removed nothing).

@@ -2,18 +2,18 @@
 //! (DESIGN §3.2–§3.6), all inside one consistent view of the store.
 
 use crate::anchor;
-use crate::bearing::Bearing;
+use crate::query::bearing::Bearing;
 use crate::error::Result;
-use crate::evidence::recall as evidence_recall;
+use crate::query::evidence_recall;
 use crate::gate::{ContentWords, GateDecision, Topic};
-use crate::prompt;
-use crate::prune;
-use crate::query::QueryAnchors;
-use crate::recall::{self, RECALL_LIMIT, RecallContext};
-use crate::segment::{Gated, SessionRef, gate, segment_start, turn_hashes};
-use crate::select::{self, EmptyBecause, Offer, Policy};
-use crate::session_lists;
-use crate::spread;
+use crate::query::prompt;
+use crate::query::prune;
+use crate::query::anchors::QueryAnchors;
+use crate::query::recall::{self, RECALL_LIMIT, RecallContext};
+use crate::query::gate_view::{Gated, SessionRef, gate, segment_start, turn_hashes};
+use crate::query::select::{self, EmptyBecause, Offer, Policy};
+use crate::query::session_lists;
+use crate::query::spread;
 
 use crate::store::{Source, View};
 use crate::tokens::TokenEstimator;

@@ -2,8 +2,8 @@
 //! were chosen, and the per-call options that shape it.
 
 use crate::gate::GateDecision;
-use crate::query::QueryAnchor;
-use crate::select::Policy;
+use crate::query::anchors::QueryAnchor;
+use crate::query::select::Policy;
 use crate::tokens::Tokenizer;
 use crate::types::TurnId;
 use serde::Serialize;
@@ -65,7 +65,7 @@ impl SelectedBlock {
         format!(
             "turn {}{}",
             self.turn_id,
-            self.time.as_deref().map(crate::prompt::time_label).unwrap_or_default()
+            self.time.as_deref().map(crate::query::prompt::time_label).unwrap_or_default()
         )
     }
 }

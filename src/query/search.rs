@@ -22,14 +22,14 @@
 //! length. Pending (not yet folded) turns are scored from their forward records.
 
 use crate::anchor;
-use crate::bearing::Bearing;
+use crate::query::bearing::Bearing;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use crate::error::Result;
-use crate::pipeline::framing_mask;
-use crate::prune;
-use crate::query::{QueryAnchor, QueryAnchors};
-use crate::recall::{BM25_K1, WEIGHT_ASSISTANT, WEIGHT_EXACT, WEIGHT_USER, bm25};
+use crate::query::pipeline::framing_mask;
+use crate::query::prune;
+use crate::query::anchors::{QueryAnchor, QueryAnchors};
+use crate::query::recall::{BM25_K1, WEIGHT_ASSISTANT, WEIGHT_EXACT, WEIGHT_USER, bm25};
 use crate::store::{CorpusStats, Posting, PostingCursor, Source, View, split_block_key};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -381,7 +381,7 @@ impl Best {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::recall::{self, RecallContext};
+    use crate::query::recall::{self, RecallContext};
     use crate::{Gatekeeper, ImportOptions, Options};
     use std::io::Write;
 

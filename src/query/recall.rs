@@ -10,7 +10,7 @@
 //! shares are added in anchor order, so the result does not depend on the number of threads.
 
 use crate::error::Result;
-use crate::query::QueryAnchors;
+use crate::query::anchors::QueryAnchors;
 use crate::store::postings::decode_norm;
 use crate::store::{BlockNorms, NormRows, SessionLengths};
 use crate::types::Posting;

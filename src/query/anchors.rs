@@ -5,7 +5,7 @@
 //! left with none falls back to its first 20 characters as one anchor.
 
 use crate::anchor::{self, AnchorCounts, is_cjk_ngram};
-use crate::idf::{CJK_NGRAM_MIN_IDF, idf};
+use crate::query::idf::{CJK_NGRAM_MIN_IDF, idf};
 use crate::types::anchor_hash;
 
 use serde::Serialize;

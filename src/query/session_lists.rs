@@ -7,8 +7,8 @@
 //! ([`Lists::lengths`]).
 
 use crate::error::Result;
-use crate::query::{QueryAnchor, QueryAnchors};
-use crate::segment::SessionRef;
+use crate::query::anchors::{QueryAnchor, QueryAnchors};
+use crate::query::gate_view::SessionRef;
 use crate::store::{SessionLengths, Source, View};
 use crate::types::Posting;
 use rayon::prelude::*;

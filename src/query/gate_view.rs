@@ -6,7 +6,7 @@
 use crate::anchor::{self, HashedAnchor};
 use crate::error::Result;
 use crate::gate::{self, GateDecision};
-use crate::query::{self, QueryAnchors};
+use crate::query::anchors::{QueryAnchors, weigh};
 use crate::store::records::{ForwardRecord, SessionRecord, TurnRecord};
 use crate::store::{Source, View};
 use crate::types::anchor_hash;
@@ -49,7 +49,7 @@ pub fn gate<S: Source>(
 
 /// [`gate`] for the user text of a turn being added, from its hashed anchors and its
 /// [`GateFilter`], with the document frequencies `df` gives ([`View::df`], or a bulk writer's,
-/// which counts its batch's turns itself): the same weights (`query::weigh`), so the stored
+/// which counts its batch's turns itself): the same weights (`anchors::weigh`), so the stored
 /// decision equals what [`gate`] says for that text against the same index (tested to the bit).
 pub fn gate_hashed<S: Source>(
     view: &View<S>,
@@ -61,7 +61,7 @@ pub fn gate_hashed<S: Source>(
     df: impl FnMut(u64) -> Result<u64>,
 ) -> Result<GateDecision> {
     let blocks = view.corpus_stats().blocks;
-    let (weights, _) = query::weigh(anchors.iter().map(|a| (a.hash, a.cjk_ngram)), text, blocks, df)?;
+    let (weights, _) = weigh(anchors.iter().map(|a| (a.hash, a.cjk_ngram)), text, blocks, df)?;
     decide(view, Some(session), as_of, text, &weights, filter)
 }
 

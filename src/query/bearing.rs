@@ -33,8 +33,8 @@
 //! the focus decide alone.
 
 use crate::error::Result;
-use crate::query::QueryAnchors;
-use crate::spread::{self, SIGNIFICANCE, SessionUse, above_chance};
+use crate::query::anchors::QueryAnchors;
+use crate::query::spread::{self, SIGNIFICANCE, SessionUse, above_chance};
 use crate::store::{Source, View};
 use std::collections::HashMap;
 
