@@ -1,86 +1,19 @@
 //! `Gatekeeper::open` and `Options`: the facade the CLI and the server use.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::evidence::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, Projection};
+use crate::index::{Index, OpenStore, check_session_name};
+use crate::jobs::{
+    CompactProgress, CompactReport, ForgetReport, SecretFinding, VerifyProgress, VerifyReport,
+};
+use crate::options::Options;
 use crate::query::search::SearchHit;
-use crate::query::select::Policy;
 use crate::session::Session;
-use crate::store::{Store, StoreOptions};
-use crate::tokens::{TokenEstimator, Tokenizer};
+use crate::store::Store;
+use crate::tokens::TokenEstimator;
 use crate::write::{ImportOptions, ImportProgress, ImportReport};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// DESIGN §3.7: default token budget.
-pub const DEFAULT_TOKEN_BUDGET: u32 = 4000;
-
-/// Most scoring threads accepted: more only costs start-up time on any real machine.
-pub const MAX_THREADS: usize = 256;
-
-/// Longest accepted session name, in bytes.
-pub const MAX_SESSION_NAME_BYTES: usize = 256;
-
-/// Why `name` cannot be a session name, or `None` if it can. Import checks the names it reads
-/// from a log with it too, so a bad one is reported at its line.
-pub(crate) fn session_name_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        Some("it is empty".to_string())
-    } else if name.len() > MAX_SESSION_NAME_BYTES {
-        Some(format!("it is {} bytes, over the limit of {MAX_SESSION_NAME_BYTES}", name.len()))
-    } else if name.chars().any(char::is_control) {
-        Some("it contains control characters".to_string())
-    } else if name.trim() != name {
-        Some("it starts or ends with whitespace".to_string())
-    } else {
-        None
-    }
-}
-
-/// How to open and use an index.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Token budget of a selection. Default 4000 (DESIGN §3.7).
-    pub token_budget: u32,
-    /// Selection policy. Default [`Policy::Minimal`].
-    pub policy: Policy,
-    /// Threads for parallel scoring: 0 = one per core (the default), 1 = inline.
-    pub threads: usize,
-    /// redb page cache in bytes. Default 64 MiB.
-    pub cache_bytes: usize,
-    /// How long to wait for another process to release the index. Default 5 s.
-    pub busy_timeout: Duration,
-    /// No effect since every open shares the file in redb's multi-writer mode (docs/DESIGN.md
-    /// §6.10), which saves the allocator state with every commit: reopening after a crash is
-    /// always quick, and a commit is always two fsyncs. Kept so that code setting it builds.
-    pub quick_repair: bool,
-    /// Where evidence documents are stored (DESIGN §4). Default: the root recorded in the
-    /// index, or else a directory beside the index file named after it (`x.redb` →
-    /// `x.evidence`).
-    pub evidence_root: Option<PathBuf>,
-    /// What the budget counts (DESIGN §3.5). Default [`Tokenizer::Chars`], the seed's
-    /// `chars × 1.5`; [`Gatekeeper::set_token_estimator`] replaces it.
-    pub tokenizer: Tokenizer,
-    /// Whether secrets are redacted where text enters the index and the evidence root
-    /// ([`crate::redact`], `docs/secrets.md`). Default true; false keeps the raw history
-    /// (`--no-redact`), and the index records that it holds text written without it.
-    pub redact: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            token_budget: DEFAULT_TOKEN_BUDGET,
-            policy: Policy::Minimal,
-            threads: 0,
-            cache_bytes: 64 * 1024 * 1024,
-            busy_timeout: Duration::from_secs(5),
-            quick_repair: false,
-            evidence_root: None,
-            tokenizer: Tokenizer::Chars,
-            redact: true,
-        }
-    }
-}
 
 /// A session's summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -153,10 +86,7 @@ pub struct Stats {
 /// still panic. Run calls on a file that may be damaged through [`crate::catch_damage`],
 /// as the CLI and the server do, and drop the `Gatekeeper` after a `damaged` error.
 pub struct Gatekeeper {
-    store: Store,
-    options: Options,
-    pool: Option<rayon::ThreadPool>,
-    estimator: Box<dyn TokenEstimator>,
+    index: Index,
 }
 
 impl Gatekeeper {
@@ -184,51 +114,14 @@ impl Gatekeeper {
         Gatekeeper::open_with(path.as_ref(), options, Store::open_read_only)
     }
 
-    fn open_with(
-        path: &Path,
-        options: Options,
-        open: fn(&Path, &StoreOptions) -> std::result::Result<Store, crate::store::Error>,
-    ) -> Result<Gatekeeper> {
-        if options.token_budget == 0 {
-            return Err(Error::InvalidOption { name: "token_budget", reason: "must be at least 1".into() });
-        }
-        if options.threads > MAX_THREADS {
-            return Err(Error::InvalidOption {
-                name: "threads",
-                reason: format!("{} is more than {MAX_THREADS}; 0 uses one per core", options.threads),
-            });
-        }
-        if options.cache_bytes < 1024 * 1024 {
-            return Err(Error::InvalidOption {
-                name: "cache_bytes",
-                reason: "must be at least 1 MiB".into(),
-            });
-        }
-        let pool = match options.threads {
-            0 => None,
-            n => Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n)
-                    .build()
-                    .map_err(|e| Error::InvalidOption { name: "threads", reason: e.to_string() })?,
-            ),
-        };
-        let store = open(
-            path,
-            &StoreOptions {
-                cache_bytes: options.cache_bytes,
-                busy_timeout: options.busy_timeout,
-                quick_repair: options.quick_repair,
-            },
-        )?;
-        let estimator = Box::new(options.tokenizer);
-        Ok(Gatekeeper { store, options, pool, estimator })
+    fn open_with(path: &Path, options: Options, open: OpenStore) -> Result<Gatekeeper> {
+        Ok(Gatekeeper { index: Index::open(path, options, open)? })
     }
 
     /// Replaces the token estimator of [`Options::tokenizer`] (DESIGN §3.5: any tokenizer can
     /// stand in). A call's [`crate::SelectOptions::tokenizer`] still overrides it.
     pub fn set_token_estimator(&mut self, estimator: Box<dyn TokenEstimator>) {
-        self.estimator = estimator;
+        self.index.set_estimator(estimator);
     }
 
     /// A session by name. It need not exist yet: its first [`Session::add_turn`] creates it.
@@ -237,25 +130,23 @@ impl Gatekeeper {
     /// [`Error::InvalidInput`] for an empty name, one over 256 bytes, one with control
     /// characters or surrounding whitespace.
     pub fn session(&self, name: &str) -> Result<Session<'_>> {
-        match session_name_problem(name) {
-            Some(reason) => Err(Error::InvalidInput { what: "session name", reason }),
-            None => Ok(Session::new(self, name.to_string())),
-        }
+        check_session_name(name)?;
+        Ok(Session::new(&self.index, name.to_string()))
     }
 
     /// Every session, in creation order.
     pub fn sessions(&self) -> Result<Vec<SessionInfo>> {
-        let view = self.store.read()?;
+        let view = self.index.store().read()?;
         Ok(view.sessions()?.into_iter().map(|(_, r)| SessionInfo::from(r)).collect())
     }
 
     /// What the index holds.
     pub fn stats(&self) -> Result<Stats> {
-        let view = self.store.read()?;
+        let view = self.index.store().read()?;
         let counts = view.counts()?;
         let recorded = view.redaction()?;
         Ok(Stats {
-            redaction: self.options.redact,
+            redaction: self.index.options().redact,
             history: recorded.as_ref().map(|r| r.history),
             redaction_rules: recorded.and_then(|r| r.rules),
             sessions: counts.sessions,
@@ -263,14 +154,14 @@ impl Gatekeeper {
             anchors: counts.anchors,
             postings: counts.postings,
             pending_turns: counts.pending,
-            file_bytes: self.store.file_size()?,
+            file_bytes: self.index.store().file_size()?,
         })
     }
 
     /// The space each table of the file takes, largest first (`ctxgate stats --tables`). Reads
     /// every page of the index.
     pub fn table_sizes(&self) -> Result<Vec<crate::TableSize>> {
-        Ok(self.store.read()?.table_sizes()?)
+        Ok(self.index.store().read()?.table_sizes()?)
     }
 
     /// Imports conversation logs (files, or directories walked recursively) and reports what
@@ -293,12 +184,12 @@ impl Gatekeeper {
         options: &ImportOptions,
         progress: &mut (dyn FnMut(ImportProgress) + Send),
     ) -> Result<ImportReport> {
-        self.check_writable()?;
+        self.index.check_writable()?;
         if let Some(name) = &options.session {
             self.session(name)?;
         }
         let files = crate::import::collect_files(paths)?;
-        self.in_pool(|| crate::write::import_files(self, &files, options, progress))
+        self.index.in_pool(|| crate::write::import_files(&self.index, &files, options, progress))
     }
 
     /// Folds every pending turn into the posting lists now, in one durable transaction.
@@ -306,7 +197,7 @@ impl Gatekeeper {
     /// Turns are folded in batches as they are added; answers are the same before and after.
     /// Call it before copying the file, or when a writer is about to stop for a long time.
     pub fn fold_pending(&self) -> Result<()> {
-        self.store.write(|view| -> Result<()> { Ok(view.fold()?) })
+        self.index.store().write(|view| -> Result<()> { Ok(view.fold()?) })
     }
 
     /// The turns of every session that best match `query`, at most `limit`, best first.
@@ -316,48 +207,240 @@ impl Gatekeeper {
     /// whole history (see `search`).
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         crate::session::check_query(query)?;
-        let view = self.store.read()?;
+        let view = self.index.store().read()?;
         crate::query::search::search_hits(&view, query, limit)
     }
 
     /// Whether the index was opened read-only ([`Gatekeeper::open_read_only`]).
     pub fn is_read_only(&self) -> bool {
-        self.store.is_read_only()
-    }
-
-    /// A `read_only` error if the index was opened read-only: for writers that touch files
-    /// (run files, evidence, lock files) before their first transaction.
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        Ok(self.store.check_writable()?)
+        self.index.store().is_read_only()
     }
 
     /// The options the index was opened with.
     pub fn options(&self) -> &Options {
-        &self.options
+        self.index.options()
     }
 
     /// The index file's path.
     pub fn path(&self) -> &Path {
-        self.store.path()
+        self.index.store().path()
     }
 
-    pub(crate) fn store(&self) -> &Store {
-        &self.store
+    /// Checks the whole index against its stored turns: every record decodes; every pending
+    /// row and posting holds the anchors the turn's text yields; document frequencies, N and
+    /// the length sums match the folded turns. One read transaction: writers may go on.
+    ///
+    /// # Errors
+    /// Only when the file cannot be read at all; inconsistencies are in the report.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        crate::jobs::verify::verify(&self.index)
     }
 
-    pub(crate) fn store_mut(&mut self) -> &mut Store {
-        &mut self.store
+    /// [`Gatekeeper::verify`], calling `progress` as it goes: on a long history it reads every
+    /// turn and posting, which takes minutes.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::verify`].
+    pub fn verify_with_progress(&self, progress: &mut dyn FnMut(VerifyProgress)) -> Result<VerifyReport> {
+        crate::jobs::verify::verify_with_progress(&self.index, progress)
     }
 
-    pub(crate) fn estimator(&self) -> &dyn TokenEstimator {
-        self.estimator.as_ref()
+    /// Deletes the session `name` with its turns and postings; document frequencies, N and
+    /// the length sums lose its turns in the same transaction.
+    ///
+    /// # Errors
+    /// [`Error::UnknownSession`] if no session has this name.
+    pub fn forget_session(&self, name: &str) -> Result<ForgetReport> {
+        crate::jobs::forget::forget_session(&self.index, name)
     }
 
-    /// Runs `f` on the configured thread pool (the global one when `threads` is 0).
-    pub(crate) fn in_pool<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        match &self.pool {
-            Some(pool) => pool.install(f),
-            None => f(),
-        }
+    /// What [`Gatekeeper::forget_session`] would delete, in one read transaction that changes
+    /// nothing (an index opened read-only will do).
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::forget_session`].
+    pub fn forget_session_dry_run(&self, name: &str) -> Result<ForgetReport> {
+        crate::jobs::forget::forget_session_dry_run(&self.index, name)
+    }
+
+    /// Deletes every session whose last turn (`time_end`, as imported) is before `date`
+    /// (RFC 3339, `YYYY-MM-DD`, or Unix seconds; without an offset, UTC). Sessions without
+    /// a readable time are kept and listed in the report. One transaction.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] if `date` is not a date.
+    pub fn forget_before(&self, date: &str) -> Result<ForgetReport> {
+        crate::jobs::forget::forget_before(&self.index, date)
+    }
+
+    /// What [`Gatekeeper::forget_before`] would delete, in one read transaction that changes
+    /// nothing (an index opened read-only will do).
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::forget_before`].
+    pub fn forget_before_dry_run(&self, date: &str) -> Result<ForgetReport> {
+        crate::jobs::forget::forget_before_dry_run(&self.index, date)
+    }
+
+    /// Every secret the index's turns, its evidence projections and the documents under its
+    /// evidence root hold (by the rules of [`crate::redact`]), in index order.
+    ///
+    /// # Errors
+    /// If the index cannot be read; a document that cannot be read is skipped.
+    pub fn scan_secrets(&self) -> Result<Vec<SecretFinding>> {
+        crate::jobs::secrets::scan_secrets(&self.index)
+    }
+
+    /// Folds pending turns, rewrites posting lists whose chunks are not full (full chunks,
+    /// numbered from 0), rewrites every chunk in key order so the posting pages fill, then
+    /// compacts the file so free pages (after `forget`, and the old pages) are returned to
+    /// the file system. Answers are the same before and after.
+    ///
+    /// Only one job runs per index at a time: while a `rebuild` or another `compact` runs, this
+    /// waits the busy timeout, then fails `busy`.
+    ///
+    /// # Errors
+    /// Store errors; the engine's compaction fails if another handle has a transaction open.
+    pub fn compact(&mut self) -> Result<CompactReport> {
+        crate::jobs::compact::compact(&mut self.index)
+    }
+
+    /// [`Gatekeeper::compact`], calling `progress` as it goes: after a big `forget`, packing
+    /// and the engine's compaction of a long history take minutes.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::compact`].
+    pub fn compact_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(CompactProgress),
+    ) -> Result<CompactReport> {
+        crate::jobs::compact::compact_with_progress(&mut self.index, progress)
+    }
+
+    /// [`Gatekeeper::compact_with_progress`] when at least a quarter of what the index file
+    /// holds on disk, and at least `min_bytes`, is not its data (free pages, and the unused part
+    /// of part-full ones) and no other job or import holds the index; `None` if not worth it,
+    /// or if another process has it (a lock held, a transaction that outlasts the busy
+    /// timeout). A long import leaves
+    /// such a file: each merge of its runs into the lists splits the posting pages it appends
+    /// to and frees the ones it copies (at 1M generated turns, a third of the file). `ctxgate
+    /// import` calls it when it is done, with [`AUTO_COMPACT_MIN_BYTES`].
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::compact`], but for `busy`.
+    pub fn compact_if_sparse(
+        &mut self,
+        min_bytes: u64,
+        progress: &mut dyn FnMut(CompactProgress),
+    ) -> Result<Option<CompactReport>> {
+        crate::jobs::compact::compact_if_sparse(&mut self.index, min_bytes, progress)
+    }
+
+    /// The evidence root: [`crate::Options::evidence_root`], else the one recorded in the
+    /// index, else `x.evidence` beside the index file `x.redb`.
+    pub fn evidence_root(&self) -> Result<PathBuf> {
+        crate::evidence::storage::evidence_root(&self.index)
+    }
+
+    /// Stores `bytes` as the document `reference` under the evidence root and indexes it;
+    /// returns its projection. The dual write of DESIGN §4: the disk gets everything, the
+    /// caller gets the projection.
+    ///
+    /// Storing the same bytes again is a no-op (the projection is made again, with `options`).
+    ///
+    /// # Errors
+    /// [`Error::BadRef`] for a ref that is absolute, has `..`, or leads out of the root
+    /// through a link; [`Error::Evidence`] if a different file already has this ref (evidence
+    /// is never modified) or the file cannot be written.
+    pub fn put_evidence(
+        &self,
+        reference: &str,
+        bytes: &[u8],
+        options: &EvidenceOptions<'_>,
+    ) -> Result<Projection> {
+        crate::evidence::storage::put_evidence(&self.index, reference, bytes, options)
+    }
+
+    /// Indexes every file under `dir` in place, with refs relative to `dir`, which becomes
+    /// the evidence root. Files whose bytes are unchanged since they were indexed are skipped
+    /// (by digest); documents no longer in the tree are dropped from the index. Files are read
+    /// and projected in parallel, written 256 per transaction.
+    ///
+    /// # Errors
+    /// [`Error::Evidence`] if `dir` is not a directory, or is not the index's recorded root
+    /// while evidence is indexed under that one.
+    pub fn index_evidence(&self, dir: &Path, options: &EvidenceOptions<'_>) -> Result<EvidenceIndexReport> {
+        crate::evidence::storage::index_evidence(&self.index, dir, options)
+    }
+
+    /// The bytes of document `reference`, or with `pointer` the JSON value at that RFC 6901
+    /// pointer (pretty-printed): reading evidence by reference.
+    ///
+    /// # Errors
+    /// [`Error::BadRef`], or [`Error::Evidence`] if there is no such file, the document is
+    /// not JSON, or nothing is at the pointer.
+    pub fn read_evidence(&self, reference: &str, pointer: Option<&str>) -> Result<Vec<u8>> {
+        crate::evidence::storage::read_evidence(&self.index, reference, pointer)
+    }
+
+    /// The projection of document `reference` as it is on disk now. Without a kind in
+    /// `options`, the kind it was indexed as (if the spec has it), else the spec's globs.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::read_evidence`]; [`Error::Evidence`] for a kind the spec lacks.
+    pub fn project_evidence(&self, reference: &str, options: &EvidenceOptions<'_>) -> Result<Projection> {
+        crate::evidence::storage::project_evidence(&self.index, reference, options)
+    }
+
+    /// Every indexed document, by ref.
+    pub fn list_evidence(&self) -> Result<Vec<EvidenceInfo>> {
+        crate::evidence::storage::list_evidence(&self.index)
+    }
+
+    /// Drops documents from the index (their files stay). Returns how many were indexed.
+    pub fn forget_evidence(&self, references: &[String]) -> Result<u64> {
+        crate::evidence::storage::forget_evidence(&self.index, references)
+    }
+
+    /// What the budget is counted with: [`Options::tokenizer`], or the estimator
+    /// [`Gatekeeper::set_token_estimator`] put in its place.
+    pub fn token_estimator(&self) -> &dyn TokenEstimator {
+        self.index.estimator()
+    }
+
+    /// Shares `cache` with this handle: a process that opens the index for every call (the MCP
+    /// server) keeps the pending turns decoded across its opens. Correct for any index, as the
+    /// cache is keyed by what the index holds.
+    pub fn share_read_cache(&mut self, cache: &ReadCache) {
+        self.index.store_mut().share_pending_cache(std::sync::Arc::clone(&cache.0));
+    }
+
+    /// The index below the facade, for unit tests of the components that take one.
+    #[cfg(test)]
+    pub(crate) fn index(&self) -> &Index {
+        &self.index
+    }
+
+    #[cfg(test)]
+    pub(crate) fn store(&self) -> &crate::store::Store {
+        self.index.store()
+    }
+}
+
+/// Decoded index state that outlives one [`Gatekeeper`]: see [`Gatekeeper::share_read_cache`].
+#[derive(Default, Clone)]
+pub struct ReadCache(std::sync::Arc<crate::store::PendingCache>);
+
+impl ReadCache {
+    /// How many opens decoded the pending turns themselves.
+    #[cfg(test)]
+    pub(crate) fn misses(&self) -> u64 {
+        self.0.misses()
+    }
+}
+
+impl std::fmt::Debug for ReadCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadCache")
     }
 }

@@ -110,14 +110,14 @@ impl StoredTurn {
 impl Session<'_> {
     /// The session's summary.
     pub fn info(&self) -> Result<SessionInfo> {
-        let view = self.gatekeeper().store().read()?;
+        let view = self.index().store().read()?;
         let (_, record) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
         Ok(record.into())
     }
 
     /// A stored turn, whole; `None` past the last turn.
     pub fn turn(&self, turn_id: TurnId) -> Result<Option<StoredTurn>> {
-        let view = self.gatekeeper().store().read()?;
+        let view = self.index().store().read()?;
         let (id, _) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
         Ok(view.turn_record(id, turn_id)?.map(|r| StoredTurn::new(turn_id, r)))
     }
@@ -136,7 +136,7 @@ impl Session<'_> {
     ) -> Result<()> {
         let mut next = 0;
         loop {
-            let view = self.gatekeeper().store().read()?;
+            let view = self.index().store().read()?;
             let (id, record) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
             let end = record.turn_count.min(next + EXPORT_CHUNK);
             for turn_id in next..end {

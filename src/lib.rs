@@ -62,8 +62,11 @@ mod gatekeeper;
 mod history;
 pub mod hook;
 pub mod import;
+mod index;
 pub mod jobs;
 pub mod limits;
+mod names;
+mod options;
 pub mod redact;
 #[cfg(feature = "server")]
 pub mod server;
@@ -75,9 +78,10 @@ mod write;
 pub use error::{Error, ErrorKind, Result};
 pub use evidence::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
 pub use gate::{GateDecision, Topic, describe_reference};
-pub use gatekeeper::{DEFAULT_TOKEN_BUDGET, Gatekeeper, Options, SessionInfo, Stats};
+pub use gatekeeper::{Gatekeeper, ReadCache, SessionInfo, Stats};
 pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::Format;
+pub use options::{DEFAULT_TOKEN_BUDGET, Options};
 pub use query::anchors::QueryAnchor;
 pub use query::search::SearchHit;
 pub use query::select::{

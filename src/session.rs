@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::gate::GateDecision;
-use crate::gatekeeper::Gatekeeper;
+use crate::index::Index;
 use crate::query::gate_view::{self, SessionRef};
 use crate::query::pipeline::{self, SelectParams};
 use crate::query::prompt;
@@ -16,15 +16,15 @@ use std::borrow::Cow;
 
 pub use crate::limits::MAX_TEXT_BYTES;
 
-/// A named session of a [`Gatekeeper`]. Cheap: holds the name, not a transaction.
+/// A named session of a [`crate::Gatekeeper`]. Cheap: holds the name, not a transaction.
 pub struct Session<'g> {
-    gatekeeper: &'g Gatekeeper,
+    index: &'g Index,
     name: String,
 }
 
 impl<'g> Session<'g> {
-    pub(crate) fn new(gatekeeper: &'g Gatekeeper, name: String) -> Self {
-        Self { gatekeeper, name }
+    pub(crate) fn new(index: &'g Index, name: String) -> Self {
+        Self { index, name }
     }
 
     /// The session's name.
@@ -32,8 +32,8 @@ impl<'g> Session<'g> {
         &self.name
     }
 
-    pub(crate) fn gatekeeper(&self) -> &'g Gatekeeper {
-        self.gatekeeper
+    pub(crate) fn index(&self) -> &'g Index {
+        self.index
     }
 
     /// Records a turn (creating the session on its first turn) and returns its id, from 0.
@@ -52,22 +52,22 @@ impl<'g> Session<'g> {
                 reason: "both the user and the assistant text are empty".into(),
             });
         }
-        let estimator = self.gatekeeper.estimator();
+        let estimator = self.index.estimator();
         let tokens = estimator.estimate(user).saturating_add(estimator.estimate(assistant));
-        let (user, assistant) = match self.gatekeeper.options().redact {
+        let (user, assistant) = match self.index.options().redact {
             true => (redact_within(user, MAX_TEXT_BYTES), redact_within(assistant, MAX_TEXT_BYTES)),
             false => (Cow::Borrowed(user), Cow::Borrowed(assistant)),
         };
         let prepared = PreparedTurn::new(user.into_owned(), assistant.into_owned(), None, Vec::new());
-        let turn = self.gatekeeper.store().write(|view| -> Result<TurnId> {
-            view.note_text_written(self.gatekeeper.options().redact)?;
+        let turn = self.index.store().write(|view| -> Result<TurnId> {
+            view.note_text_written(self.index.options().redact)?;
             let (id, mut record) = turn::session_for_write(view, &self.name)?;
             let (turn, _) = turn::append_turn(view, id, &mut record, prepared, Postings::Logged)?;
             view.put_session(id, &record)?;
             view.fold_if_due()?;
             Ok(turn)
         })?;
-        let budget = self.gatekeeper.options().token_budget;
+        let budget = self.index.options().token_budget;
         if tokens > budget {
             log::warn!("turn {turn} of {:?} is ~{tokens} tokens, over the {budget}-token budget", self.name);
         }
@@ -77,11 +77,11 @@ impl<'g> Session<'g> {
     /// The gate's decision for `query` as the next user message (after turns `0..as_of`).
     pub fn gate(&self, query: &str, as_of: Option<u32>) -> Result<GateDecision> {
         check_query(query)?;
-        let view = self.gatekeeper.store().read()?;
+        let view = self.index.store().read()?;
         let (id, record) = self.lookup(&view)?;
         let as_of = resolve_as_of(as_of, record.turn_count)?;
         let session = SessionRef { id, record: &record };
-        Ok(self.gatekeeper.in_pool(|| gate_view::gate(&view, Some(&session), as_of, query))?.decision)
+        Ok(self.index.in_pool(|| gate_view::gate(&view, Some(&session), as_of, query))?.decision)
     }
 
     /// Selects context for `query` with the gatekeeper's default options.
@@ -100,10 +100,10 @@ impl<'g> Session<'g> {
 
     fn select_inner(&self, query: &str, options: &SelectOptions, overhead: (u32, u32)) -> Result<Selection> {
         check_query(query)?;
-        let defaults = self.gatekeeper.options();
+        let defaults = self.index.options();
         let budget = options.budget.unwrap_or(defaults.token_budget);
         let policy = options.policy.unwrap_or(defaults.policy);
-        let view = self.gatekeeper.store().read()?;
+        let view = self.index.store().read()?;
         let (id, record) = self.lookup(&view)?;
         let as_of = resolve_as_of(options.as_of, record.turn_count)?;
         let session = SessionRef { id, record: &record };
@@ -116,7 +116,7 @@ impl<'g> Session<'g> {
             evidence_overhead: overhead.1,
             estimator: self.estimator(options),
         };
-        let outcome = self.gatekeeper.in_pool(|| pipeline::select(&view, &session, query, &params))?;
+        let outcome = self.index.in_pool(|| pipeline::select(&view, &session, query, &params))?;
         let total = outcome.query.idf_of(outcome.query.full_mask());
         // `+ 0.0`: a sum of no f64 is -0.0, which printed as "-0%" (issue 23).
         let coverage = if total > 0.0 { outcome.query.idf_of(outcome.covered) / total + 0.0 } else { 0.0 };
@@ -170,7 +170,7 @@ impl<'g> Session<'g> {
     pub fn build_prompt_with(&self, query: &str, options: &SelectOptions) -> Result<String> {
         check_query(query)?;
         let estimator = self.estimator(options);
-        let budget = options.budget.unwrap_or(self.gatekeeper.options().token_budget);
+        let budget = options.budget.unwrap_or(self.index.options().token_budget);
         let question_only = estimator.estimate(&prompt::render_question(query));
         if question_only > budget {
             return Err(Error::InvalidInput {
@@ -206,7 +206,7 @@ impl<'g> Session<'g> {
     fn estimator<'a>(&'a self, options: &'a SelectOptions) -> &'a dyn TokenEstimator {
         match &options.tokenizer {
             Some(tokenizer) => tokenizer,
-            None => self.gatekeeper.estimator(),
+            None => self.index.estimator(),
         }
     }
 

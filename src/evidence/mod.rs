@@ -8,15 +8,14 @@
 //! over the tables of `store::evidence`). The evidence a query selects is `query::evidence_recall`.
 
 mod anchors;
-mod index;
 pub mod pointer;
 mod projection;
 pub(crate) mod reference;
 mod root;
 mod spec;
+pub(crate) mod storage;
 
 pub use anchors::{MAX_INDEXED_BYTES, indexed_text};
-pub use index::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
 pub use projection::{
     Blocked, DEFAULT_FACT_BYTES, DEFAULT_HEAD_LINES, Document, MAX_HEAD_BYTES, Omitted, Projection,
     SMALL_VALUE_BYTES, Unknown, choose_kind, project, whole_if_no_longer,
@@ -24,3 +23,4 @@ pub use projection::{
 pub use reference::{EvidenceRef, MAX_REF_BYTES, RefError};
 pub use root::{EvidenceRoot, ReadDocument, RootError, TEMP_PREFIX, WalkSkip, WalkedFile, Written};
 pub use spec::{BlockRule, DEFAULT_SCHEMA_VERSION, KindSpec, OmitRule, Spec, SpecError, UnknownRule};
+pub use storage::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};

@@ -69,7 +69,7 @@ fn selection_text(
     budget: u32,
     given: &mut Given,
 ) -> Result<String> {
-    let estimator = gatekeeper.estimator();
+    let estimator = gatekeeper.token_estimator();
     let overhead = estimator.estimate(&format!("{heading}\n\n"))
         + estimator.estimate(&crate::query::prompt::block_framing(u32::MAX));
     if overhead >= budget {
@@ -114,7 +114,7 @@ pub(crate) fn for_prompt(
     budget: u32,
     given: &mut Given,
 ) -> Result<Option<Context>> {
-    let estimator = gatekeeper.estimator();
+    let estimator = gatekeeper.token_estimator();
     // The search counts no tokens: done first, it runs while a hook process still loads the
     // encoding (`tokens::Tokenizer::load`), which the selection waits for.
     let hits = gatekeeper.search(prompt, SEARCH_POOL)?;
@@ -177,7 +177,7 @@ fn finish(gatekeeper: &Gatekeeper, text: String) -> Option<Context> {
     if text.trim().is_empty() {
         return None;
     }
-    let tokens = gatekeeper.estimator().estimate(&text);
+    let tokens = gatekeeper.token_estimator().estimate(&text);
     Some(Context { text, tokens })
 }
 
@@ -195,7 +195,7 @@ pub(crate) fn recovery(
     pending: Option<&str>,
     given: &mut Given,
 ) -> Result<Option<Context>> {
-    let estimator = gatekeeper.estimator();
+    let estimator = gatekeeper.token_estimator();
     let sessions = gatekeeper.sessions()?;
     let own = sessions.iter().find(|s| s.name == name && (s.turns > 0 || pending.is_some()));
     let project = project_of(name);
@@ -266,7 +266,7 @@ fn requests_text(
     whose: &str,
     budget: u32,
 ) -> (String, Vec<usize>) {
-    let estimator = gatekeeper.estimator();
+    let estimator = gatekeeper.token_estimator();
     let heading = format!("ctxgate: the user's requests in {whose}, in order (verbatim):\n\n");
     let entry =
         |i: usize, text: &str| format!("[request {} of {}]\n{}\n\n", i + 1, requests.len(), text.trim_end());

@@ -106,7 +106,7 @@ impl LineRef<'_> {
 /// Checks one line as [`parse_line`] does (the same errors), borrowing its strings.
 pub fn check_line<'a>(path: &Path, line_no: u64, raw: &'a str) -> Result<LineRef<'a>, Error> {
     if let Ok(line) = serde_json::from_str::<LineRef<'a>>(raw)
-        && crate::gatekeeper::session_name_problem(&line.session).is_none()
+        && crate::names::session_name_problem(&line.session).is_none()
         && limits::turn_too_large(line.turn_bytes()).is_none()
     {
         return Ok(line);
@@ -177,7 +177,7 @@ pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
     // Fast path: a well-formed line deserializes directly; only a bad one is examined field by
     // field for a precise message.
     if let Ok(line) = serde_json::from_str::<Line>(raw)
-        && crate::gatekeeper::session_name_problem(&line.session).is_none()
+        && crate::names::session_name_problem(&line.session).is_none()
         && limits::turn_too_large(line.turn_bytes()).is_none()
     {
         return Ok(line);
@@ -202,7 +202,7 @@ pub fn parse_line(path: &Path, line_no: u64, raw: &str) -> Result<Line, Error> {
     if line.session.trim().is_empty() {
         return Err(Error::shape(path, line_no, "`session` is empty"));
     }
-    if let Some(problem) = crate::gatekeeper::session_name_problem(&line.session) {
+    if let Some(problem) = crate::names::session_name_problem(&line.session) {
         return Err(Error::shape(path, line_no, format!("`session` cannot be a session name: {problem}")));
     }
     if let Some(why) = limits::turn_too_large(line.turn_bytes()) {

@@ -213,7 +213,7 @@ pub(crate) fn file_session_name(path: &Path) -> String {
 /// what is wrong with it (reported at the record's line).
 pub(crate) fn session_name(name: &str, key: &str) -> Result<String, String> {
     let name = name.trim();
-    match crate::gatekeeper::session_name_problem(name) {
+    match crate::names::session_name_problem(name) {
         None => Ok(name.to_string()),
         Some(problem) => Err(format!("`{key}` cannot be a session name: {problem}")),
     }
@@ -423,7 +423,7 @@ mod tests {
         // A file name that cannot be a session name as it is.
         let odd = name_from_file(&format!(" x\ny{} ", "é".repeat(150)));
         assert!(odd.starts_with("x_yé") && odd.len() <= FILE_NAME_BYTES, "{odd}");
-        assert_eq!(crate::gatekeeper::session_name_problem(&odd), None);
+        assert_eq!(crate::names::session_name_problem(&odd), None);
     }
 
     #[test]

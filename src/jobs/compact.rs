@@ -2,7 +2,7 @@
 
 use super::progress_due;
 use crate::error::Result;
-use crate::gatekeeper::Gatekeeper;
+use crate::index::Index;
 use serde::Serialize;
 
 /// What [`Gatekeeper::compact`] did.
@@ -75,117 +75,92 @@ const SPARSE_SHARE: f64 = 0.25;
 /// needs the index to itself. Its long imports reach this (1M generated turns leave 145 MiB).
 pub const AUTO_COMPACT_MIN_BYTES: u64 = 32 << 20;
 
-impl Gatekeeper {
-    /// Folds pending turns, rewrites posting lists whose chunks are not full (full chunks,
-    /// numbered from 0), rewrites every chunk in key order so the posting pages fill, then
-    /// compacts the file so free pages (after `forget`, and the old pages) are returned to
-    /// the file system. Answers are the same before and after.
-    ///
-    /// Only one job runs per index at a time: while a `rebuild` or another `compact` runs, this
-    /// waits the busy timeout, then fails `busy`.
-    ///
-    /// # Errors
-    /// Store errors; the engine's compaction fails if another handle has a transaction open.
-    pub fn compact(&mut self) -> Result<CompactReport> {
-        self.compact_with_progress(&mut |_| {})
-    }
+/// [`crate::Gatekeeper::compact`].
+pub(crate) fn compact(index: &mut Index) -> Result<CompactReport> {
+    compact_with_progress(index, &mut |_| {})
+}
 
-    /// [`Gatekeeper::compact`], calling `progress` as it goes: after a big `forget`, packing
-    /// and the engine's compaction of a long history take minutes.
-    ///
-    /// # Errors
-    /// As [`Gatekeeper::compact`].
-    pub fn compact_with_progress(
-        &mut self,
-        progress: &mut dyn FnMut(CompactProgress),
-    ) -> Result<CompactReport> {
-        self.check_writable()?;
-        let lock = crate::store::IndexLock::exclusive(self.path(), self.options().busy_timeout)?;
-        self.compact_locked(&lock, progress)
-    }
+/// [`crate::Gatekeeper::compact_with_progress`].
+pub(crate) fn compact_with_progress(
+    index: &mut Index,
+    progress: &mut dyn FnMut(CompactProgress),
+) -> Result<CompactReport> {
+    index.check_writable()?;
+    let lock = crate::store::IndexLock::exclusive(index.store().path(), index.options().busy_timeout)?;
+    compact_locked(index, &lock, progress)
+}
 
-    /// [`Gatekeeper::compact_with_progress`] when at least a quarter of what the index file
-    /// holds on disk, and at least `min_bytes`, is not its data (free pages, and the unused part
-    /// of part-full ones) and no other job or import holds the index; `None` if not worth it,
-    /// or if another process has it (a lock held, a transaction that outlasts the busy
-    /// timeout). A long import leaves
-    /// such a file: each merge of its runs into the lists splits the posting pages it appends
-    /// to and frees the ones it copies (at 1M generated turns, a third of the file). `ctxgate
-    /// import` calls it when it is done, with [`AUTO_COMPACT_MIN_BYTES`].
-    ///
-    /// # Errors
-    /// As [`Gatekeeper::compact`], but for `busy`.
-    pub fn compact_if_sparse(
-        &mut self,
-        min_bytes: u64,
-        progress: &mut dyn FnMut(CompactProgress),
-    ) -> Result<Option<CompactReport>> {
-        self.check_writable()?;
-        let (on_disk, data) = self.store().disk_and_data_bytes()?;
-        log::debug!("{}: {on_disk} bytes on disk, {data} of data", self.path().display());
-        let sparse = on_disk.saturating_sub(data);
-        if sparse < min_bytes || (sparse as f64) < SPARSE_SHARE * on_disk as f64 {
-            return Ok(None);
+/// [`crate::Gatekeeper::compact_if_sparse`].
+pub(crate) fn compact_if_sparse(
+    index: &mut Index,
+    min_bytes: u64,
+    progress: &mut dyn FnMut(CompactProgress),
+) -> Result<Option<CompactReport>> {
+    index.check_writable()?;
+    let (on_disk, data) = index.store().disk_and_data_bytes()?;
+    log::debug!("{}: {on_disk} bytes on disk, {data} of data", index.store().path().display());
+    let sparse = on_disk.saturating_sub(data);
+    if sparse < min_bytes || (sparse as f64) < SPARSE_SHARE * on_disk as f64 {
+        return Ok(None);
+    }
+    let Some(lock) = crate::store::IndexLock::try_exclusive(index.store().path())? else { return Ok(None) };
+    match compact_locked(index, &lock, progress) {
+        Ok(report) => Ok(Some(report)),
+        Err(e) if e.kind() == crate::ErrorKind::Busy => {
+            log::info!("not compacted: another process is using {}", index.store().path().display());
+            Ok(None)
         }
-        let Some(lock) = crate::store::IndexLock::try_exclusive(self.path())? else { return Ok(None) };
-        match self.compact_locked(&lock, progress) {
-            Ok(report) => Ok(Some(report)),
-            Err(e) if e.kind() == crate::ErrorKind::Busy => {
-                log::info!("not compacted: another process is using {}", self.path().display());
-                Ok(None)
+        Err(e) => Err(e),
+    }
+}
+
+/// The work of [`Gatekeeper::compact_with_progress`], under the job lock `lock`.
+pub(crate) fn compact_locked(
+    index: &mut Index,
+    lock: &crate::store::IndexLock,
+    progress: &mut dyn FnMut(CompactProgress),
+) -> Result<CompactReport> {
+    // Holding the lock, runs left are an interrupted import's: their postings go first.
+    index.store().merge_interrupted_runs(Some(lock))?;
+    let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });
+    let bytes_before = index.store().file_size()?;
+    let (folded_turns, (lists_packed, chunks_before, chunks_after)) =
+        index.store().write(|view| -> Result<_> {
+            let folded = view.pending().len() as u64;
+            report_progress(CompactPhase::Folding, 0, folded);
+            view.fold()?;
+            if folded > 0 {
+                report_progress(CompactPhase::Folding, folded, folded);
             }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The work of [`Gatekeeper::compact_with_progress`], under the job lock `lock`.
-    fn compact_locked(
-        &mut self,
-        lock: &crate::store::IndexLock,
-        progress: &mut dyn FnMut(CompactProgress),
-    ) -> Result<CompactReport> {
-        // Holding the lock, runs left are an interrupted import's: their postings go first.
-        self.store().merge_interrupted_runs(Some(lock))?;
-        let mut report_progress = |phase, done, total| progress(CompactProgress { phase, done, total });
-        let bytes_before = self.store().file_size()?;
-        let (folded_turns, (lists_packed, chunks_before, chunks_after)) =
-            self.store().write(|view| -> Result<_> {
-                let folded = view.pending().len() as u64;
-                report_progress(CompactPhase::Folding, 0, folded);
-                view.fold()?;
-                if folded > 0 {
-                    report_progress(CompactPhase::Folding, folded, folded);
+            let packed = view.pack_postings_with_progress(&mut |done, total| {
+                if done == total || progress_due(done, total) {
+                    report_progress(CompactPhase::Packing, done, total);
                 }
-                let packed = view.pack_postings_with_progress(&mut |done, total| {
-                    if done == total || progress_due(done, total) {
-                        report_progress(CompactPhase::Packing, done, total);
-                    }
-                })?;
-                Ok((folded, packed))
             })?;
-        let chunks_rewritten = self.store().rewrite_postings_in_key_order(&mut |done, total| {
-            if done == total || progress_due(done, total) {
-                report_progress(CompactPhase::Ordering, done, total);
-            }
+            Ok((folded, packed))
         })?;
-        report_progress(CompactPhase::Compacting, 0, 0);
-        // redb compacts in steps; a few calls take the free pages left after a big delete.
-        let timeout = self.options().busy_timeout;
-        for _ in 0..8 {
-            if !self.store_mut().compact(timeout)? {
-                break;
-            }
+    let chunks_rewritten = index.store().rewrite_postings_in_key_order(&mut |done, total| {
+        if done == total || progress_due(done, total) {
+            report_progress(CompactPhase::Ordering, done, total);
         }
-        let bytes_after = self.store().file_size()?;
-        log::info!("compacted {} from {bytes_before} to {bytes_after} bytes", self.path().display());
-        Ok(CompactReport {
-            bytes_before,
-            bytes_after,
-            folded_turns,
-            lists_packed,
-            chunks_before,
-            chunks_after,
-            chunks_rewritten,
-        })
+    })?;
+    report_progress(CompactPhase::Compacting, 0, 0);
+    // redb compacts in steps; a few calls take the free pages left after a big delete.
+    let timeout = index.options().busy_timeout;
+    for _ in 0..8 {
+        if !index.store_mut().compact(timeout)? {
+            break;
+        }
     }
+    let bytes_after = index.store().file_size()?;
+    log::info!("compacted {} from {bytes_before} to {bytes_after} bytes", index.store().path().display());
+    Ok(CompactReport {
+        bytes_before,
+        bytes_after,
+        folded_turns,
+        lists_packed,
+        chunks_before,
+        chunks_after,
+        chunks_rewritten,
+    })
 }

@@ -2,7 +2,7 @@
 
 use super::derive_forward;
 use crate::error::{Error, Result};
-use crate::gatekeeper::Gatekeeper;
+use crate::index::Index;
 use crate::store::{Removed, Source, View, WriteSource};
 use serde::Serialize;
 
@@ -34,55 +34,36 @@ pub struct ForgetReport {
 /// The sessions a forget deletes, by id, and the report without its counts.
 type Chosen = (Vec<u32>, ForgetReport);
 
-impl Gatekeeper {
-    /// Deletes the session `name` with its turns and postings; document frequencies, N and
-    /// the length sums lose its turns in the same transaction.
-    ///
-    /// # Errors
-    /// [`Error::UnknownSession`] if no session has this name.
-    pub fn forget_session(&self, name: &str) -> Result<ForgetReport> {
-        self.store().write(|view| {
-            let chosen = choose_session(view, name)?;
-            forget(view, chosen)
-        })
-    }
+/// [`crate::Gatekeeper::forget_session`].
+pub(crate) fn forget_session(index: &Index, name: &str) -> Result<ForgetReport> {
+    index.store().write(|view| {
+        let chosen = choose_session(view, name)?;
+        forget(view, chosen)
+    })
+}
 
-    /// What [`Gatekeeper::forget_session`] would delete, in one read transaction that changes
-    /// nothing (an index opened read-only will do).
-    ///
-    /// # Errors
-    /// As [`Gatekeeper::forget_session`].
-    pub fn forget_session_dry_run(&self, name: &str) -> Result<ForgetReport> {
-        let view = self.store().read()?;
-        let chosen = choose_session(&view, name)?;
-        measure(&view, chosen)
-    }
+/// [`crate::Gatekeeper::forget_session_dry_run`].
+pub(crate) fn forget_session_dry_run(index: &Index, name: &str) -> Result<ForgetReport> {
+    let view = index.store().read()?;
+    let chosen = choose_session(&view, name)?;
+    measure(&view, chosen)
+}
 
-    /// Deletes every session whose last turn (`time_end`, as imported) is before `date`
-    /// (RFC 3339, `YYYY-MM-DD`, or Unix seconds; without an offset, UTC). Sessions without
-    /// a readable time are kept and listed in the report. One transaction.
-    ///
-    /// # Errors
-    /// [`Error::InvalidInput`] if `date` is not a date.
-    pub fn forget_before(&self, date: &str) -> Result<ForgetReport> {
-        let cutoff = cutoff(date)?;
-        self.store().write(|view| {
-            let chosen = choose_before(view, cutoff)?;
-            forget(view, chosen)
-        })
-    }
+/// [`crate::Gatekeeper::forget_before`].
+pub(crate) fn forget_before(index: &Index, date: &str) -> Result<ForgetReport> {
+    let cutoff = cutoff(date)?;
+    index.store().write(|view| {
+        let chosen = choose_before(view, cutoff)?;
+        forget(view, chosen)
+    })
+}
 
-    /// What [`Gatekeeper::forget_before`] would delete, in one read transaction that changes
-    /// nothing (an index opened read-only will do).
-    ///
-    /// # Errors
-    /// As [`Gatekeeper::forget_before`].
-    pub fn forget_before_dry_run(&self, date: &str) -> Result<ForgetReport> {
-        let cutoff = cutoff(date)?;
-        let view = self.store().read()?;
-        let chosen = choose_before(&view, cutoff)?;
-        measure(&view, chosen)
-    }
+/// [`crate::Gatekeeper::forget_before_dry_run`].
+pub(crate) fn forget_before_dry_run(index: &Index, date: &str) -> Result<ForgetReport> {
+    let cutoff = cutoff(date)?;
+    let view = index.store().read()?;
+    let chosen = choose_before(&view, cutoff)?;
+    measure(&view, chosen)
 }
 
 fn cutoff(date: &str) -> Result<f64> {

@@ -8,11 +8,11 @@
 //! `compact` are exclusive per index (`INDEX.lock`).
 //! The jobs re-derive a turn's anchors from its stored text exactly as adding it did.
 
-mod compact;
+pub(crate) mod compact;
 pub(crate) mod forget;
 mod rebuild;
-mod secrets;
-mod verify;
+pub(crate) mod secrets;
+pub(crate) mod verify;
 
 pub use compact::{AUTO_COMPACT_MIN_BYTES, CompactPhase, CompactProgress, CompactReport};
 pub use forget::ForgetReport;

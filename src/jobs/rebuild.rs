@@ -5,7 +5,7 @@ use super::derive_forward;
 use crate::anchor;
 use crate::error::Result;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot};
-use crate::gatekeeper::Options;
+use crate::options::Options;
 use crate::store::evidence::EvidenceRecord;
 use crate::store::records::{ForwardRecord, TurnRecord};
 use crate::store::redaction::RedactionRecord;

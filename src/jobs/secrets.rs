@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::evidence::{EvidenceRef, EvidenceRoot};
-use crate::gatekeeper::Gatekeeper;
+use crate::index::Index;
 use crate::redact;
 use serde::Serialize;
 use std::path::Path;
@@ -25,62 +25,54 @@ pub struct SecretFinding {
     pub evidence_ref: Option<String>,
 }
 
-impl Gatekeeper {
-    /// Every secret the index's turns, its evidence projections and the documents under its
-    /// evidence root hold (by the rules of [`crate::redact`]), in index order.
-    ///
-    /// # Errors
-    /// If the index cannot be read; a document that cannot be read is skipped.
-    pub fn scan_secrets(&self) -> Result<Vec<SecretFinding>> {
-        let view = self.store().read()?;
-        let mut found = Vec::new();
-        let mut names = std::collections::HashMap::new();
-        for (id, session) in view.sessions()? {
-            names.insert(id, session.name.clone());
-            for turn in 0..session.turn_count {
-                let Some(record) = view.turn_record(id, turn)? else { continue };
-                let mut texts =
-                    vec![("user", record.user.as_str()), ("assistant", record.assistant.as_str())];
-                texts.extend(record.tools.iter().map(|t| ("tool arguments", t.arguments.as_str())));
-                for (field, text) in texts {
-                    found.extend(findings(text).into_iter().map(|rule| SecretFinding {
-                        rule,
-                        session: Some(session.name.clone()),
-                        turn: Some(turn),
-                        field,
-                        evidence_ref: None,
-                    }));
-                }
+/// [`crate::Gatekeeper::scan_secrets`].
+pub(crate) fn scan_secrets(index: &Index) -> Result<Vec<SecretFinding>> {
+    let view = index.store().read()?;
+    let mut found = Vec::new();
+    let mut names = std::collections::HashMap::new();
+    for (id, session) in view.sessions()? {
+        names.insert(id, session.name.clone());
+        for turn in 0..session.turn_count {
+            let Some(record) = view.turn_record(id, turn)? else { continue };
+            let mut texts = vec![("user", record.user.as_str()), ("assistant", record.assistant.as_str())];
+            texts.extend(record.tools.iter().map(|t| ("tool arguments", t.arguments.as_str())));
+            for (field, text) in texts {
+                found.extend(findings(text).into_iter().map(|rule| SecretFinding {
+                    rule,
+                    session: Some(session.name.clone()),
+                    turn: Some(turn),
+                    field,
+                    evidence_ref: None,
+                }));
             }
         }
-        let root = view.evidence_meta()?.root.and_then(|root| EvidenceRoot::open(Path::new(&root)).ok());
-        let mut documents = Vec::new();
-        view.for_each_evidence(|_, record| {
-            documents.push(record);
-            true
-        })?;
-        drop(view);
-        for record in documents {
-            let session = record.session.and_then(|id| names.get(&id).cloned());
-            let at = |rule: String, field| SecretFinding {
-                rule,
-                session: session.clone(),
-                turn: None,
-                field,
-                evidence_ref: Some(record.reference.clone()),
-            };
-            found
-                .extend(findings(&record.projection).into_iter().map(|rule| at(rule, "evidence projection")));
-            let bytes = root
-                .as_ref()
-                .and_then(|root| root.read(&EvidenceRef::parse(&record.reference).ok()?).ok())
-                .map(|document| document.bytes);
-            if let Some(text) = bytes.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
-                found.extend(findings(text).into_iter().map(|rule| at(rule, "evidence document")));
-            }
-        }
-        Ok(found)
     }
+    let root = view.evidence_meta()?.root.and_then(|root| EvidenceRoot::open(Path::new(&root)).ok());
+    let mut documents = Vec::new();
+    view.for_each_evidence(|_, record| {
+        documents.push(record);
+        true
+    })?;
+    drop(view);
+    for record in documents {
+        let session = record.session.and_then(|id| names.get(&id).cloned());
+        let at = |rule: String, field| SecretFinding {
+            rule,
+            session: session.clone(),
+            turn: None,
+            field,
+            evidence_ref: Some(record.reference.clone()),
+        };
+        found.extend(findings(&record.projection).into_iter().map(|rule| at(rule, "evidence projection")));
+        let bytes = root
+            .as_ref()
+            .and_then(|root| root.read(&EvidenceRef::parse(&record.reference).ok()?).ok())
+            .map(|document| document.bytes);
+        if let Some(text) = bytes.as_deref().and_then(|b| std::str::from_utf8(b).ok()) {
+            found.extend(findings(text).into_iter().map(|rule| at(rule, "evidence document")));
+        }
+    }
+    Ok(found)
 }
 
 /// The rules of the secrets `text` holds, as stored (JSON strings by value).

@@ -3,7 +3,7 @@
 
 use super::{derive_forward, progress_due};
 use crate::error::Result;
-use crate::gatekeeper::Gatekeeper;
+use crate::index::Index;
 use crate::store::postings::{self, Posting, quantize_len};
 use crate::store::records::SessionRecord;
 use crate::store::{self, FoldedTotals};
@@ -107,280 +107,272 @@ fn posting_values(p: &Posting) -> (u32, u32, u32, u32) {
     (p.tf_user, p.tf_assistant, p.len_user, p.len_assistant)
 }
 
-impl Gatekeeper {
-    /// Checks the whole index against its stored turns: every record decodes; every pending
-    /// row and posting holds the anchors the turn's text yields; document frequencies, N and
-    /// the length sums match the folded turns. One read transaction: writers may go on.
-    ///
-    /// # Errors
-    /// Only when the file cannot be read at all; inconsistencies are in the report.
-    pub fn verify(&self) -> Result<VerifyReport> {
-        self.verify_with_progress(&mut |_| {})
-    }
+/// [`crate::Gatekeeper::verify`].
+pub(crate) fn verify(index: &Index) -> Result<VerifyReport> {
+    verify_with_progress(index, &mut |_| {})
+}
 
-    /// [`Gatekeeper::verify`], calling `progress` as it goes: on a long history it reads every
-    /// turn and posting, which takes minutes.
-    ///
-    /// # Errors
-    /// As [`Gatekeeper::verify`].
-    pub fn verify_with_progress(&self, progress: &mut dyn FnMut(VerifyProgress)) -> Result<VerifyReport> {
-        let mut report = VerifyReport::default();
-        let view = match self.store().read() {
-            Ok(view) => view,
-            Err(store::Error::Corrupt { what }) => {
-                report.problem("pending", what);
-                return Ok(report);
-            }
-            Err(e) => return Err(e.into()),
-        };
-        if view.import_running() {
-            // Its turns are not in the lists yet: every one would be an inconsistency.
-            return Err(store::Error::ImportRunning { path: self.path().to_path_buf() }.into());
+/// [`crate::Gatekeeper::verify_with_progress`].
+pub(crate) fn verify_with_progress(
+    index: &Index,
+    progress: &mut dyn FnMut(VerifyProgress),
+) -> Result<VerifyReport> {
+    let mut report = VerifyReport::default();
+    let view = match index.store().read() {
+        Ok(view) => view,
+        Err(store::Error::Corrupt { what }) => {
+            report.problem("pending", what);
+            return Ok(report);
         }
-        // Sessions and names.
-        let mut sessions: BTreeMap<u32, SessionRecord> = BTreeMap::new();
-        view.for_each_session_row(|id, record| match record {
-            Ok(record) => {
-                sessions.insert(id, record);
-            }
-            Err(e) => report.problem(format!("session {id}"), e.to_string()),
-        })?;
-        report.sessions = sessions.len() as u64;
-        let mut named: HashMap<u32, String> = HashMap::new();
-        view.for_each_name(|name, id| {
-            match sessions.get(&id) {
-                None => report
-                    .problem(format!("name {name:?}"), format!("names session {id}, which does not exist")),
-                Some(r) if r.name != name => report.problem(
-                    format!("name {name:?}"),
-                    format!("names session {id}, which is called {:?}", r.name),
-                ),
-                Some(_) => {}
-            }
-            named.insert(id, name.to_string());
-        })?;
-        for (id, record) in &sessions {
-            if !named.contains_key(id) {
-                report.problem(
-                    format!("session {id}"),
-                    format!("its name {:?} is not in session_names", record.name),
-                );
-            }
+        Err(e) => return Err(e.into()),
+    };
+    if view.import_running() {
+        // Its turns are not in the lists yet: every one would be an inconsistency.
+        return Err(store::Error::ImportRunning { path: index.store().path().to_path_buf() }.into());
+    }
+    // Sessions and names.
+    let mut sessions: BTreeMap<u32, SessionRecord> = BTreeMap::new();
+    view.for_each_session_row(|id, record| match record {
+        Ok(record) => {
+            sessions.insert(id, record);
         }
-        let totals = view.row_counts()?;
-        let mut report_progress = |phase, done, total| progress(VerifyProgress { phase, done, total });
-        // Turns: re-derive each one's anchors.
-        report_progress(VerifyPhase::Turns, 0, totals.turns);
-        let mut expected: Vec<Expected> = Vec::new();
-        let mut df: HashMap<u64, u64> = HashMap::new();
-        let mut folded = FoldedTotals::default();
-        let mut turn_counts: BTreeMap<u32, u32> = BTreeMap::new();
-        let pending = view.pending();
-        view.for_each_turn_row(|session, turn, record| {
-            report.turns += 1;
-            if progress_due(report.turns, totals.turns) {
-                report_progress(VerifyPhase::Turns, report.turns, totals.turns);
+        Err(e) => report.problem(format!("session {id}"), e.to_string()),
+    })?;
+    report.sessions = sessions.len() as u64;
+    let mut named: HashMap<u32, String> = HashMap::new();
+    view.for_each_name(|name, id| {
+        match sessions.get(&id) {
+            None => {
+                report.problem(format!("name {name:?}"), format!("names session {id}, which does not exist"))
             }
-            let key = format!("turn {session}:{turn}");
-            *turn_counts.entry(session).or_default() += 1;
-            match sessions.get(&session) {
-                None => report.problem(key.clone(), "its session does not exist"),
-                Some(s) if turn >= s.turn_count => {
-                    report.problem(key.clone(), format!("beyond the session's {} turns", s.turn_count))
-                }
-                Some(_) => {}
-            }
-            let record = match record {
-                Ok(record) => record,
-                Err(e) => {
-                    report.problem(key, e.to_string());
-                    return true;
-                }
-            };
-            let forward = derive_forward(&record.user, &record.assistant);
-            if let Some(stored) = pending.get(session, turn) {
-                report.pending_turns += 1;
-                if *stored != forward {
-                    report.problem(
-                        format!("pending {session}:{turn}"),
-                        "its anchors differ from those of the turn's text",
-                    );
-                }
-                return true;
-            }
-            folded.blocks += 1;
-            folded.len_user += u64::from(forward.len_user);
-            folded.len_assistant += u64::from(forward.len_assistant);
-            let (len_user, len_assistant) =
-                (quantize_len(forward.len_user), quantize_len(forward.len_assistant));
-            for &(hash, tf_user, tf_assistant) in &forward.entries {
-                *df.entry(hash).or_default() += 1;
-                let posting = Posting::new(turn, tf_user, tf_assistant, len_user, len_assistant);
-                expected.push(((hash, session, turn), posting_values(&posting)));
-            }
-            true
-        })?;
-        if report.turns > 0 {
+            Some(r) if r.name != name => report.problem(
+                format!("name {name:?}"),
+                format!("names session {id}, which is called {:?}", r.name),
+            ),
+            Some(_) => {}
+        }
+        named.insert(id, name.to_string());
+    })?;
+    for (id, record) in &sessions {
+        if !named.contains_key(id) {
+            report.problem(
+                format!("session {id}"),
+                format!("its name {:?} is not in session_names", record.name),
+            );
+        }
+    }
+    let totals = view.row_counts()?;
+    let mut report_progress = |phase, done, total| progress(VerifyProgress { phase, done, total });
+    // Turns: re-derive each one's anchors.
+    report_progress(VerifyPhase::Turns, 0, totals.turns);
+    let mut expected: Vec<Expected> = Vec::new();
+    let mut df: HashMap<u64, u64> = HashMap::new();
+    let mut folded = FoldedTotals::default();
+    let mut turn_counts: BTreeMap<u32, u32> = BTreeMap::new();
+    let pending = view.pending();
+    view.for_each_turn_row(|session, turn, record| {
+        report.turns += 1;
+        if progress_due(report.turns, totals.turns) {
             report_progress(VerifyPhase::Turns, report.turns, totals.turns);
         }
-        for (&id, record) in &sessions {
-            let found = turn_counts.get(&id).copied().unwrap_or(0);
-            if found != record.turn_count {
-                report.problem(
-                    format!("session {id}"),
-                    format!("records {} turns, {found} are stored", record.turn_count),
-                );
+        let key = format!("turn {session}:{turn}");
+        *turn_counts.entry(session).or_default() += 1;
+        match sessions.get(&session) {
+            None => report.problem(key.clone(), "its session does not exist"),
+            Some(s) if turn >= s.turn_count => {
+                report.problem(key.clone(), format!("beyond the session's {} turns", s.turn_count))
             }
+            Some(_) => {}
         }
-        for (session, turn, _) in pending.iter() {
-            if view.turn_record(session, turn).ok().flatten().is_none() {
-                report.problem(format!("pending {session}:{turn}"), "no stored turn (or it does not decode)");
-            }
-        }
-        // Postings: merge the rows, in key order, with the expected postings.
-        expected.sort_unstable_by_key(|e| e.0);
-        let mut next = 0usize;
-        let mut anchor: Option<u64> = None;
-        let mut last: Option<(u32, u32)> = None;
-        let mut decoded = Vec::new();
-        let mut norms = view.norms();
-        report_progress(VerifyPhase::Postings, 0, totals.chunks);
-        view.for_each_row(|hash, (session, turn), bytes| {
-            report.chunks += 1;
-            if progress_due(report.chunks, totals.chunks) {
-                report_progress(VerifyPhase::Postings, report.chunks, totals.chunks);
-            }
-            let key = format!("posting row {hash:016x}/{session}/{turn}");
-            if anchor != Some(hash) {
-                anchor = Some(hash);
-                last = None;
-            }
-            decoded.clear();
-            if let Err(e) = postings::decode_row((session, turn), bytes, |s, p| decoded.push((s, p))) {
+        let record = match record {
+            Ok(record) => record,
+            Err(e) => {
                 report.problem(key, e.to_string());
                 return true;
             }
-            for (session, p) in &mut decoded {
-                let session = *session;
-                if let Err(e) = norms.fill(session, p) {
-                    report.problem(key.clone(), e.to_string());
-                }
-                let p = &*p;
-                report.postings += 1;
-                if last.is_some_and(|l| (session, p.turn) <= l) {
-                    report.problem(key.clone(), format!("turn {session}:{} is out of order", p.turn));
-                }
-                last = Some((session, p.turn));
-                let at = (hash, session, p.turn);
-                while next < expected.len() && expected[next].0 < at {
-                    let (h, s, t) = expected[next].0;
-                    report.problem(
-                        format!("posting {h:016x}/{s}"),
-                        format!("turn {t} has the anchor but no posting"),
-                    );
-                    next += 1;
-                }
-                if next < expected.len() && expected[next].0 == at {
-                    if expected[next].1 != posting_values(p) {
-                        report.problem(
-                            key.clone(),
-                            format!(
-                                "turn {session}:{}: stored tf/lengths {:?}, the text gives {:?}",
-                                p.turn,
-                                posting_values(p),
-                                expected[next].1
-                            ),
-                        );
-                    }
-                    next += 1;
-                } else {
-                    report
-                        .problem(key.clone(), format!("turn {session}:{} does not have this anchor", p.turn));
-                }
+        };
+        let forward = derive_forward(&record.user, &record.assistant);
+        if let Some(stored) = pending.get(session, turn) {
+            report.pending_turns += 1;
+            if *stored != forward {
+                report.problem(
+                    format!("pending {session}:{turn}"),
+                    "its anchors differ from those of the turn's text",
+                );
             }
-            true
-        })?;
-        if report.chunks > 0 {
+            return true;
+        }
+        folded.blocks += 1;
+        folded.len_user += u64::from(forward.len_user);
+        folded.len_assistant += u64::from(forward.len_assistant);
+        let (len_user, len_assistant) = (quantize_len(forward.len_user), quantize_len(forward.len_assistant));
+        for &(hash, tf_user, tf_assistant) in &forward.entries {
+            *df.entry(hash).or_default() += 1;
+            let posting = Posting::new(turn, tf_user, tf_assistant, len_user, len_assistant);
+            expected.push(((hash, session, turn), posting_values(&posting)));
+        }
+        true
+    })?;
+    if report.turns > 0 {
+        report_progress(VerifyPhase::Turns, report.turns, totals.turns);
+    }
+    for (&id, record) in &sessions {
+        let found = turn_counts.get(&id).copied().unwrap_or(0);
+        if found != record.turn_count {
+            report.problem(
+                format!("session {id}"),
+                format!("records {} turns, {found} are stored", record.turn_count),
+            );
+        }
+    }
+    for (session, turn, _) in pending.iter() {
+        if view.turn_record(session, turn).ok().flatten().is_none() {
+            report.problem(format!("pending {session}:{turn}"), "no stored turn (or it does not decode)");
+        }
+    }
+    // Postings: merge the rows, in key order, with the expected postings.
+    expected.sort_unstable_by_key(|e| e.0);
+    let mut next = 0usize;
+    let mut anchor: Option<u64> = None;
+    let mut last: Option<(u32, u32)> = None;
+    let mut decoded = Vec::new();
+    let mut norms = view.norms();
+    report_progress(VerifyPhase::Postings, 0, totals.chunks);
+    view.for_each_row(|hash, (session, turn), bytes| {
+        report.chunks += 1;
+        if progress_due(report.chunks, totals.chunks) {
             report_progress(VerifyPhase::Postings, report.chunks, totals.chunks);
         }
-        for &((h, s, t), _) in &expected[next..] {
-            report
-                .problem(format!("posting {h:016x}/{s}"), format!("turn {t} has the anchor but no posting"));
+        let key = format!("posting row {hash:016x}/{session}/{turn}");
+        if anchor != Some(hash) {
+            anchor = Some(hash);
+            last = None;
         }
-        // Document frequencies.
-        report_progress(VerifyPhase::Anchors, 0, totals.terms);
-        view.for_each_term(|hash, stored| {
-            report.anchors += 1;
-            if progress_due(report.anchors, totals.terms) {
-                report_progress(VerifyPhase::Anchors, report.anchors, totals.terms);
+        decoded.clear();
+        if let Err(e) = postings::decode_row((session, turn), bytes, |s, p| decoded.push((s, p))) {
+            report.problem(key, e.to_string());
+            return true;
+        }
+        for (session, p) in &mut decoded {
+            let session = *session;
+            if let Err(e) = norms.fill(session, p) {
+                report.problem(key.clone(), e.to_string());
             }
-            let want = df.remove(&hash).unwrap_or(0);
-            if stored != want {
+            let p = &*p;
+            report.postings += 1;
+            if last.is_some_and(|l| (session, p.turn) <= l) {
+                report.problem(key.clone(), format!("turn {session}:{} is out of order", p.turn));
+            }
+            last = Some((session, p.turn));
+            let at = (hash, session, p.turn);
+            while next < expected.len() && expected[next].0 < at {
+                let (h, s, t) = expected[next].0;
                 report.problem(
-                    format!("terms {hash:016x}"),
-                    format!("df {stored}, the folded turns give {want}"),
+                    format!("posting {h:016x}/{s}"),
+                    format!("turn {t} has the anchor but no posting"),
                 );
+                next += 1;
             }
-        })?;
-        if report.anchors > 0 {
+            if next < expected.len() && expected[next].0 == at {
+                if expected[next].1 != posting_values(p) {
+                    report.problem(
+                        key.clone(),
+                        format!(
+                            "turn {session}:{}: stored tf/lengths {:?}, the text gives {:?}",
+                            p.turn,
+                            posting_values(p),
+                            expected[next].1
+                        ),
+                    );
+                }
+                next += 1;
+            } else {
+                report.problem(key.clone(), format!("turn {session}:{} does not have this anchor", p.turn));
+            }
+        }
+        true
+    })?;
+    if report.chunks > 0 {
+        report_progress(VerifyPhase::Postings, report.chunks, totals.chunks);
+    }
+    for &((h, s, t), _) in &expected[next..] {
+        report.problem(format!("posting {h:016x}/{s}"), format!("turn {t} has the anchor but no posting"));
+    }
+    // Document frequencies.
+    report_progress(VerifyPhase::Anchors, 0, totals.terms);
+    view.for_each_term(|hash, stored| {
+        report.anchors += 1;
+        if progress_due(report.anchors, totals.terms) {
             report_progress(VerifyPhase::Anchors, report.anchors, totals.terms);
         }
-        let mut missing: Vec<(u64, u64)> = df.into_iter().collect();
-        missing.sort_unstable();
-        for (hash, want) in missing {
-            report.problem(format!("terms {hash:016x}"), format!("missing; the folded turns give df {want}"));
+        let want = df.remove(&hash).unwrap_or(0);
+        if stored != want {
+            report
+                .problem(format!("terms {hash:016x}"), format!("df {stored}, the folded turns give {want}"));
         }
-        // N and the length sums.
-        let stored = view.folded_totals();
-        let counted = FoldedTotals { postings: report.postings, ..folded };
-        for (what, have, want) in [
-            ("folded_blocks", stored.blocks, counted.blocks),
-            ("folded_len_user", stored.len_user, counted.len_user),
-            ("folded_len_assistant", stored.len_assistant, counted.len_assistant),
-            ("folded_postings", stored.postings, counted.postings),
-        ] {
-            if have != want {
-                report.problem(format!("meta {what}"), format!("{have}, the folded turns give {want}"));
-            }
-        }
-        report_progress(VerifyPhase::Evidence, 0, totals.evidence);
-        let mut evidence_progress = |done| {
-            if progress_due(done, totals.evidence) {
-                report_progress(VerifyPhase::Evidence, done, totals.evidence);
-            }
-        };
-        verify_evidence(&view, &sessions, &mut report, &mut evidence_progress)?;
-        if report.evidence > 0 {
-            report_progress(VerifyPhase::Evidence, report.evidence, totals.evidence);
-        }
-        self.verify_evidence_files(&view, &mut report);
-        Ok(report)
+    })?;
+    if report.anchors > 0 {
+        report_progress(VerifyPhase::Anchors, report.anchors, totals.terms);
     }
-
-    /// Each indexed document's file still has the bytes it was indexed with (its digest): an
-    /// edited or damaged document is listed, as `evidence show` refuses it. A file that is gone
-    /// is not a problem of the index (rebuild derives its anchors from its projection).
-    fn verify_evidence_files<S: store::Source>(&self, view: &store::View<S>, report: &mut VerifyReport) {
-        let mut indexed: Vec<(String, u64)> = Vec::new();
-        let walked = view.for_each_evidence(|_, record| {
-            indexed.push((record.reference, record.digest));
-            true
-        });
-        if walked.is_err() || indexed.is_empty() {
-            return; // already reported by `verify_evidence`
+    let mut missing: Vec<(u64, u64)> = df.into_iter().collect();
+    missing.sort_unstable();
+    for (hash, want) in missing {
+        report.problem(format!("terms {hash:016x}"), format!("missing; the folded turns give df {want}"));
+    }
+    // N and the length sums.
+    let stored = view.folded_totals();
+    let counted = FoldedTotals { postings: report.postings, ..folded };
+    for (what, have, want) in [
+        ("folded_blocks", stored.blocks, counted.blocks),
+        ("folded_len_user", stored.len_user, counted.len_user),
+        ("folded_len_assistant", stored.len_assistant, counted.len_assistant),
+        ("folded_postings", stored.postings, counted.postings),
+    ] {
+        if have != want {
+            report.problem(format!("meta {what}"), format!("{have}, the folded turns give {want}"));
         }
-        let Ok(root) = self.evidence_root() else { return };
-        let Ok(tree) = crate::evidence::EvidenceRoot::open(&root) else { return };
-        for (reference, digest) in indexed {
-            let Ok(parsed) = crate::evidence::EvidenceRef::parse(&reference) else { continue };
-            if let Ok(document) = tree.read(&parsed)
-                && xxhash_rust::xxh3::xxh3_64(&document.bytes) != digest
-            {
-                report.problem(
-                    format!("evidence {reference}"),
-                    "its file's bytes changed since it was indexed: restore the file, or run `ctxgate evidence index` to index the new bytes".to_string(),
-                );
-            }
+    }
+    report_progress(VerifyPhase::Evidence, 0, totals.evidence);
+    let mut evidence_progress = |done| {
+        if progress_due(done, totals.evidence) {
+            report_progress(VerifyPhase::Evidence, done, totals.evidence);
+        }
+    };
+    verify_evidence(&view, &sessions, &mut report, &mut evidence_progress)?;
+    if report.evidence > 0 {
+        report_progress(VerifyPhase::Evidence, report.evidence, totals.evidence);
+    }
+    verify_evidence_files(index, &view, &mut report);
+    Ok(report)
+}
+
+/// Each indexed document's file still has the bytes it was indexed with (its digest): an
+/// edited or damaged document is listed, as `evidence show` refuses it. A file that is gone
+/// is not a problem of the index (rebuild derives its anchors from its projection).
+pub(crate) fn verify_evidence_files<S: store::Source>(
+    index: &Index,
+    view: &store::View<S>,
+    report: &mut VerifyReport,
+) {
+    let mut indexed: Vec<(String, u64)> = Vec::new();
+    let walked = view.for_each_evidence(|_, record| {
+        indexed.push((record.reference, record.digest));
+        true
+    });
+    if walked.is_err() || indexed.is_empty() {
+        return; // already reported by `verify_evidence`
+    }
+    let Ok(root) = crate::evidence::storage::evidence_root(index) else { return };
+    let Ok(tree) = crate::evidence::EvidenceRoot::open(&root) else { return };
+    for (reference, digest) in indexed {
+        let Ok(parsed) = crate::evidence::EvidenceRef::parse(&reference) else { continue };
+        if let Ok(document) = tree.read(&parsed)
+            && xxhash_rust::xxh3::xxh3_64(&document.bytes) != digest
+        {
+            report.problem(
+                format!("evidence {reference}"),
+                "its file's bytes changed since it was indexed: restore the file, or run `ctxgate evidence index` to index the new bytes".to_string(),
+            );
         }
     }
 }

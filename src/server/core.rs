@@ -418,7 +418,7 @@ pub struct Core {
     db: PathBuf,
     options: Options,
     /// Pending turns decoded by one call, for the next calls (the index is opened per call).
-    pending: std::sync::Arc<crate::store::PendingCache>,
+    pending: crate::ReadCache,
 }
 
 impl Core {
@@ -561,7 +561,7 @@ impl Core {
     ) -> Result<Value, ToolError> {
         let caught = crate::store::catch_panic(&self.db, || {
             let mut gatekeeper = open(&self.db, self.options.clone())?;
-            gatekeeper.store_mut().share_pending_cache(std::sync::Arc::clone(&self.pending));
+            gatekeeper.share_read_cache(&self.pending);
             f(&gatekeeper)
         });
         match caught {

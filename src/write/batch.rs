@@ -13,8 +13,8 @@
 //! count turn by turn, with a hash map update per posting.
 
 use super::turn::{self, Postings, PreparedTurn};
-use crate::gatekeeper::Gatekeeper;
 use crate::import::turns::ParsedTurn;
+use crate::index::Index;
 use crate::store::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
 use crate::store::turn_text::{self, TextDictionary};
@@ -178,7 +178,7 @@ pub struct Destination {
 
 /// Writes the turns of one file.
 pub struct Writer<'g> {
-    gatekeeper: &'g Gatekeeper,
+    index: &'g Index,
     source: String,
     path: std::path::PathBuf,
     sessions: Vec<Destination>,
@@ -197,10 +197,10 @@ pub struct Writer<'g> {
 
 impl<'g> Writer<'g> {
     /// A writer for turns read from the file at `path` into `sessions`.
-    pub fn new(gatekeeper: &'g Gatekeeper, path: &std::path::Path, sessions: Vec<Destination>) -> Self {
+    pub fn new(index: &'g Index, path: &std::path::Path, sessions: Vec<Destination>) -> Self {
         let next_turns = RefCell::new(sessions.iter().map(|d| d.first_turn).collect());
         Writer {
-            gatekeeper,
+            index,
             source: path.display().to_string(),
             path: path.to_path_buf(),
             sessions,
@@ -251,9 +251,9 @@ impl<'g> Writer<'g> {
             self.sizer.fill(&mut first, &mut read, &mut turns)?;
         }
         // Before anything of a batch is kept, its text dictionary included.
-        let redact = self.gatekeeper.options().redact;
+        let redact = self.index.options().redact;
         redact_batch(&mut first, redact);
-        let dictionary = match self.gatekeeper.store().read()?.text_dictionary()? {
+        let dictionary = match self.index.store().read()?.text_dictionary()? {
             Some((_, dictionary)) => Some(dictionary),
             None => train_dictionary(&first),
         };
@@ -270,10 +270,10 @@ impl<'g> Writer<'g> {
         if !into_runs {
             return self.write_batches(first, batches, false);
         }
-        let store = self.gatekeeper.store();
+        let store = self.index.store();
         // Held while this import's runs may wait: a process that finds them then knows they
         // are not an interrupted import's (`store::IndexLock`).
-        let lock = crate::store::IndexLock::shared(store.path(), self.gatekeeper.options().busy_timeout)?;
+        let lock = crate::store::IndexLock::shared(store.path(), self.index.options().busy_timeout)?;
         let written = self.write_batches(first, batches, true);
         let started = Instant::now();
         let merged = store.merge_runs();
@@ -336,8 +336,8 @@ impl<'g> Writer<'g> {
         let (mut append_time, mut fold_time) = (Duration::ZERO, Duration::ZERO);
         let mut spent = Vec::new();
         let mut run_turns = 0;
-        self.gatekeeper.store().write(|view| -> Result<(), crate::Error> {
-            view.note_text_written(self.gatekeeper.options().redact)?;
+        self.index.store().write(|view| -> Result<(), crate::Error> {
+            view.note_text_written(self.index.options().redact)?;
             let runs_wait = view.runs_wait()?;
             // A few turns while another import's runs wait (a hook's, say) are stored as
             // turns added one at a time are: pending, without merging the runs first.
@@ -665,7 +665,7 @@ mod tests {
     use super::*;
     use crate::store::PendingRow;
     use crate::store::records::{ForwardRecord, GateRecord, TurnRecord};
-    use crate::{ImportOptions, Options};
+    use crate::{Gatekeeper, ImportOptions, Options};
 
     type Turns = std::iter::Peekable<std::vec::IntoIter<Result<(usize, ParsedTurn), crate::Error>>>;
 

@@ -44,10 +44,10 @@ pub(crate) mod turn;
 pub use batch::{BATCH_TURNS, DEFAULT_IMPORT_MEMORY};
 
 use crate::error::Result;
-use crate::gatekeeper::Gatekeeper;
 use crate::import::tool_evidence::{self, FailedToolOutput, ToolOutput};
 use crate::import::turns::{Conversation, ParsedFile, ParsedTurn, Skipped};
 use crate::import::{self, Format, FoundFile, formats, jsonl};
+use crate::index::Index;
 use batch::{Destination, Writer};
 use plan::Continuation;
 use serde::Serialize;
@@ -245,7 +245,7 @@ struct Plan {
 /// Imports `files` into the index, one file at a time, each all or nothing (see the module
 /// docs for which failures stop the import).
 pub(crate) fn import_files(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     files: &[FoundFile],
     options: &ImportOptions,
     progress: &mut (dyn FnMut(ImportProgress) + Send),
@@ -275,7 +275,7 @@ pub(crate) fn import_files(
             None => {
                 // A file that fails leaves the offsets as they were: none of its turns count.
                 let mut continued = offsets.clone();
-                match import_file(gatekeeper, &found.path, options, &mut continued) {
+                match import_file(index, &found.path, options, &mut continued) {
                     Ok(file) => {
                         offsets = continued;
                         file
@@ -313,7 +313,7 @@ pub(crate) fn import_files(
         }
         // Many small files (an agent's session logs) never give one batch enough text to
         // train on: the index trains on what they stored once it is large enough.
-        gatekeeper.store().train_text_dictionary_if_due(file.new_turns);
+        index.store().train_text_dictionary_if_due(file.new_turns);
         report.new_turns += file.new_turns;
         report.existing_turns += file.existing_turns;
         report.skipped += file.skipped.len() as u64;
@@ -362,13 +362,13 @@ fn is_file_error(error: &crate::Error) -> bool {
 /// Imports one file; with a format given, a file that is not in it fails naming the format
 /// it looks like.
 fn import_file(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     options: &ImportOptions,
     offsets: &mut HashMap<String, usize>,
 ) -> Result<FileReport> {
     let given = options.format != Format::Auto;
-    match import_racing(gatekeeper, path, options, offsets) {
+    match import_racing(index, path, options, offsets) {
         Err(crate::Error::Import(e)) if given && !matches!(e, import::Error::Io { .. }) => {
             let what = || match e.line() {
                 Some(line) => format!("line {line}: {}", jsonl::reason(&e)),
@@ -399,7 +399,7 @@ const RACE_RETRIES: usize = 2;
 /// import's committed batches included, so it goes on if they are the file's turns and fails
 /// `conflict` if they differ.
 fn import_racing(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     options: &ImportOptions,
     offsets: &mut HashMap<String, usize>,
@@ -407,7 +407,7 @@ fn import_racing(
     let before = offsets.clone();
     let mut retries = 0;
     loop {
-        match import_as(gatekeeper, path, options, offsets) {
+        match import_as(index, path, options, offsets) {
             Err(crate::Error::Raced { session, .. }) if retries < RACE_RETRIES => {
                 log::info!(
                     "{}: session {session:?} grew while it was imported; planning again",
@@ -422,7 +422,7 @@ fn import_racing(
 }
 
 fn import_as(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     options: &ImportOptions,
     offsets: &mut HashMap<String, usize>,
@@ -433,7 +433,7 @@ fn import_as(
     };
     if format == Format::Jsonl {
         // The canonical format is streamed: memory stays bounded by the batches.
-        return stream::import(gatekeeper, path, options, offsets);
+        return stream::import(index, path, options, offsets);
     }
     // Lines that are not UTF-8 left blank and reported, with `skip_invalid`.
     let (text, unreadable) = if options.skip_invalid {
@@ -445,7 +445,7 @@ fn import_as(
     // A live log read again from where its last import left it, else whole; not a text with
     // lines left out, which differs from the file's bytes a checkpoint describes.
     let resumed =
-        if unreadable.is_empty() { resume::read(gatekeeper, path, format, &text, options)? } else { None }
+        if unreadable.is_empty() { resume::read(index, path, format, &text, options)? } else { None }
             .filter(|r| !offsets.contains_key(&r.checkpoint.session));
     let planned = match resumed {
         Some(resumed) => {
@@ -453,7 +453,7 @@ fn import_as(
             continued.insert(resumed.checkpoint.session.clone(), resumed.turn as usize);
             let ParsedFile { conversations, skipped, live } = resumed.parsed;
             let session = options.session.as_deref();
-            match plan(gatekeeper, path, format, conversations, session, &mut continued) {
+            match plan(index, path, format, conversations, session, &mut continued) {
                 Ok(mut plans) => {
                     *offsets = continued;
                     for plan in &mut plans {
@@ -482,8 +482,7 @@ fn import_as(
         None => {
             let parsed = formats::parse(format, path, &text, options.skip_invalid)?;
             let before = offsets.clone();
-            let plans =
-                plan(gatekeeper, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
+            let plans = plan(index, path, format, parsed.conversations, options.session.as_deref(), offsets)?;
             // A checkpoint counts turns from the session's start: not for a file that
             // continues a session an earlier file of this import fed.
             // Nor for one read past bad records: a strict read of it fails.
@@ -530,13 +529,13 @@ fn import_as(
     // The checkpoint goes with the turns unless results are still to be stored, which may move
     // its evidence point: then it follows them.
     let with_turns = checkpoint.clone().filter(|_| tool_outputs.is_empty());
-    let writer = Writer::new(gatekeeper, path, destinations)
+    let writer = Writer::new(index, path, destinations)
         .with_checkpoint(with_turns.map(|c| (key.clone(), c)))
         .with_memory(options.memory_bytes);
     writer.write_all(turns.into_iter().map(Ok))?;
     // After the turns, in transactions of their own: a crash in between leaves the turns, and
     // importing the file again stores the outputs (those of turns already there included).
-    let outputs = gatekeeper.store_tool_outputs(&tool_outputs)?;
+    let outputs = crate::evidence::storage::store_tool_outputs(index, &tool_outputs)?;
     let checkpoint = checkpoint.map(|mut c| {
         if options.evidence && outputs.failed.is_empty() {
             c.evidence = Some(c.turns);
@@ -548,7 +547,7 @@ fn import_as(
         read.checkpoint.as_ref().is_some_and(|r| *r == resume::Checkpoint { digest: r.digest, ..c.clone() })
     };
     if let Some(checkpoint) = checkpoint.filter(|c| !writer.wrote_checkpoint() && !unchanged(c)) {
-        gatekeeper.store().write(|view| resume::store(view, &key, checkpoint))?;
+        index.store().write(|view| resume::store(view, &key, checkpoint))?;
     }
     Ok(FileReport {
         path: path.to_path_buf(),
@@ -569,7 +568,7 @@ fn import_as(
 
 /// Groups conversations into sessions and finds, for each, the turns the index lacks.
 fn plan(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     format: Format,
     conversations: Vec<Conversation>,
@@ -594,16 +593,14 @@ fn plan(
             }),
         }
     }
-    let view = gatekeeper.store().read()?;
+    let view = index.store().read()?;
     for plan in &mut plans {
         if format.is_live_log() && plan.turns.last().is_some_and(ParsedTurn::is_unanswered) {
-            plan.held_back_request =
-                (plan.turns.pop().map(|t| t.user).filter(|u| !u.trim().is_empty())).map(|u| {
-                    if gatekeeper.options().redact { crate::redact::redact(&u).into_owned() } else { u }
-                });
+            plan.held_back_request = (plan.turns.pop().map(|t| t.user).filter(|u| !u.trim().is_empty()))
+                .map(|u| if index.options().redact { crate::redact::redact(&u).into_owned() } else { u });
             plan.held_back = 1;
         }
-        let mut continuation = Continuation::new(gatekeeper, &view, offsets, &plan.session)?;
+        let mut continuation = Continuation::new(index, &view, offsets, &plan.session)?;
         for turn in &plan.turns {
             continuation.observe(&view, path, &turn.user, &turn.assistant)?;
         }

@@ -12,7 +12,7 @@
 //! a history imported again is the same history (`crate::redact` is deterministic).
 
 use crate::error::{Error, Result};
-use crate::gatekeeper::Gatekeeper;
+use crate::index::Index;
 use crate::store::records::next_digest;
 use crate::store::{Source, View};
 use std::collections::HashMap;
@@ -40,12 +40,12 @@ impl Continuation {
     /// The session `name` as the index holds it, continued after `offsets[name]` turns fed by
     /// earlier files of this import. Validates the name.
     pub fn new<S: Source>(
-        gatekeeper: &Gatekeeper,
+        index: &Index,
         view: &View<S>,
         offsets: &HashMap<String, usize>,
         name: &str,
     ) -> Result<Self> {
-        gatekeeper.session(name)?; // validates the name
+        crate::index::check_session_name(name)?;
         let offset = offsets.get(name).copied().unwrap_or(0);
         let (id, count, record_digest) = match view.session_by_name(name)? {
             Some((id, r)) => (Some(id), r.turn_count as usize, r.digest),
@@ -59,7 +59,7 @@ impl Continuation {
             record_digest,
             digest: 0,
             seen: 0,
-            redact: gatekeeper.options().redact,
+            redact: index.options().redact,
         })
     }
 

@@ -17,9 +17,9 @@
 
 use super::ImportOptions;
 use crate::error::Result;
-use crate::gatekeeper::Gatekeeper;
 use crate::import::turns::{Carry, LiveLog, ParsedFile};
 use crate::import::{Format, formats};
+use crate::index::Index;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -99,8 +99,8 @@ pub(super) fn key(path: &Path) -> Vec<u8> {
 }
 
 /// The file's checkpoint, if the index has a readable one.
-fn load(gatekeeper: &Gatekeeper, key: &[u8]) -> Result<Option<Checkpoint>> {
-    let Some(bytes) = gatekeeper.store().import_checkpoint(key)? else { return Ok(None) };
+fn load(index: &Index, key: &[u8]) -> Result<Option<Checkpoint>> {
+    let Some(bytes) = index.store().import_checkpoint(key)? else { return Ok(None) };
     match postcard::from_bytes(&bytes) {
         Ok(checkpoint) => Ok(Some(checkpoint)),
         Err(e) => {
@@ -119,7 +119,7 @@ fn prefix_hash(text: &str, offset: usize) -> u64 {
 /// Reads `text` (the file `path`, in `format`) from its checkpoint, if it has one that holds.
 /// `None`: read it whole.
 pub(super) fn read(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     format: Format,
     text: &str,
@@ -128,7 +128,7 @@ pub(super) fn read(
     if options.skip_invalid || !format.is_live_log() {
         return Ok(None);
     }
-    let Some(checkpoint) = load(gatekeeper, &key(path))? else { return Ok(None) };
+    let Some(checkpoint) = load(index, &key(path))? else { return Ok(None) };
     let name = options.session.as_deref().unwrap_or(&checkpoint.carry.key);
     if checkpoint.format != format || checkpoint.session != name {
         return Ok(None);
@@ -138,7 +138,7 @@ pub(super) fn read(
     let Some(offset) = point.offset_in(text) else {
         return Ok(None); // the file was rewritten
     };
-    let view = gatekeeper.store().read()?;
+    let view = index.store().read()?;
     let unchanged = view
         .session_by_name(name)?
         .is_some_and(|(_, r)| r.turn_count == checkpoint.turn_count && r.digest == checkpoint.digest);

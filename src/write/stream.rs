@@ -10,17 +10,17 @@ use super::batch::{Destination, Writer};
 use super::plan::Continuation;
 use super::{FileReport, FileStatus, ImportOptions, SessionReport};
 use crate::error::Result;
-use crate::gatekeeper::Gatekeeper;
 use crate::import::lines::{LineBlocks, ParsedLines, Positions};
 use crate::import::tool_evidence::{self, StoredToolOutputs, ToolOutput};
 use crate::import::turns::Skipped;
 use crate::import::{Format, jsonl};
+use crate::index::Index;
 use std::collections::HashMap;
 use std::path::Path;
 
 /// Imports one canonical JSONL file.
 pub(super) fn import(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     options: &ImportOptions,
     offsets: &mut HashMap<String, usize>,
@@ -30,7 +30,7 @@ pub(super) fn import(
     let mut has_results = false;
     // Pass 1: check every line and plan each session.
     let started = std::time::Instant::now();
-    let view = gatekeeper.store().read()?;
+    let view = index.store().read()?;
     let mut plans: Vec<Continuation> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut positions = Positions::default();
@@ -61,7 +61,7 @@ pub(super) fn import(
                     let i = match by_name.get(name) {
                         Some(&i) => i,
                         None => {
-                            let plan = Continuation::new(gatekeeper, &view, offsets, name)?;
+                            let plan = Continuation::new(index, &view, offsets, name)?;
                             by_name.insert(plan.name.clone(), plans.len());
                             plans.push(plan);
                             plans.len() - 1
@@ -121,11 +121,11 @@ pub(super) fn import(
         seen[i] += 1;
         (seen[i] > skip[i]).then(|| Ok((i, jsonl::into_turn(line))))
     });
-    Writer::new(gatekeeper, path, destinations).with_memory(options.memory_bytes).write_all(turns)?;
+    Writer::new(index, path, destinations).with_memory(options.memory_bytes).write_all(turns)?;
     // Pass 3, after the turns (as for every format): the tool results lines carry (`export`
     // writes the stored ones), those of turns already there included.
     let outputs = if options.evidence && has_results {
-        store_results(gatekeeper, path, &plan_of_pass3, &names, &first_turns)?
+        store_results(index, path, &plan_of_pass3, &names, &first_turns)?
     } else {
         StoredToolOutputs::default()
     };
@@ -168,7 +168,7 @@ const RESULTS_PER_CHUNK: usize = 1024;
 /// Stores the tool results of the file's lines as evidence: line after line of the plan
 /// `plan_of[slot]`, the first of which is turn `first_turns[plan]` of session `names[plan]`.
 fn store_results(
-    gatekeeper: &Gatekeeper,
+    index: &Index,
     path: &Path,
     plan_of: &[Option<usize>],
     names: &[String],
@@ -179,7 +179,7 @@ fn store_results(
     let mut chunk = Vec::new();
     let mut stored = StoredToolOutputs::default();
     let mut flush = |chunk: &mut Vec<ToolOutput>| -> Result<()> {
-        let done = gatekeeper.store_tool_outputs(chunk)?;
+        let done = crate::evidence::storage::store_tool_outputs(index, chunk)?;
         stored.stored += done.stored;
         stored.failed.extend(done.failed);
         chunk.clear();

@@ -14,25 +14,14 @@ mod selection;
 pub use selection::{Budget, EmptyBecause, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
 
 use crate::query::anchors::QueryAnchors;
-use serde::{Deserialize, Serialize};
 
 /// DESIGN §3.7: stop once this share of the query's IDF is covered.
 pub const COVERAGE_STOP: f64 = 0.85;
 /// DESIGN §3.7: cost exponent of the greedy gain.
 pub const GREEDY_ALPHA: f64 = 0.8;
 
-/// How much of the budget a selection may spend.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "server", derive(schemars::JsonSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    /// The smallest context that covers the query (the greedy alone). The default.
-    #[default]
-    Minimal,
-    /// The greedy, then the rest of the budget spent past the top 20: turns with a specific
-    /// anchor, then those turns whole where room is left, then turns with common anchors only.
-    Fill,
-}
+pub use crate::options::Policy;
+
 
 /// A candidate as the greedy sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
