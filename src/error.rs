@@ -1,6 +1,8 @@
 //! The crate's error type: one variant per layer, and the caller's mistakes.
 
+pub use crate::error_kind::ErrorKind;
 use crate::store;
+use std::path::Path;
 
 /// Everything that can go wrong in ctxgate.
 #[derive(Debug, thiserror::Error)]
@@ -101,97 +103,6 @@ impl Error {
     }
 }
 
-/// What kind of error an [`Error`] is. Each has a stable snake_case name ([`as_str`](Self::as_str),
-/// also its `Display`): the `kind` of the CLI's `--json` errors and of the server's tool errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorKind {
-    /// A file could not be read or written.
-    Io,
-    /// The file is not a ctxgate index.
-    NotAnIndex,
-    /// No index at the path, and the command does not create one.
-    UnknownIndex,
-    /// A write to an index opened read-only.
-    ReadOnly,
-    /// The index was written by a newer ctxgate.
-    NeedsUpgrade,
-    /// The index must be rebuilt (`ctxgate rebuild`).
-    NeedsRebuild,
-    /// Another process holds the index.
-    Busy,
-    /// A record of the index does not decode.
-    Corrupt,
-    /// The index file is damaged (redb found a bad page).
-    Damaged,
-    /// Another error from the database engine.
-    Database,
-    /// A log's format could not be recognised.
-    UnknownFormat,
-    /// A log's history differs from the index's for its session.
-    Conflict,
-    /// A log record is malformed.
-    BadLog,
-    /// An argument is not acceptable.
-    BadInput,
-    /// An option is out of range.
-    InvalidOption,
-    /// No session has the name.
-    UnknownSession,
-    /// An evidence ref is not acceptable.
-    BadRef,
-    /// Evidence that cannot be stored, found or read.
-    Evidence,
-    /// An evidence document's file changed since it was indexed (restore it, or index it again).
-    EvidenceChanged,
-    /// A projection spec that cannot be used.
-    BadSpec,
-    /// A bug in ctxgate.
-    Internal,
-}
-
-impl ErrorKind {
-    /// The stable snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorKind::Io => "io",
-            ErrorKind::NotAnIndex => "not_an_index",
-            ErrorKind::UnknownIndex => "unknown_index",
-            ErrorKind::ReadOnly => "read_only",
-            ErrorKind::NeedsUpgrade => "needs_upgrade",
-            ErrorKind::NeedsRebuild => "needs_rebuild",
-            ErrorKind::Busy => "busy",
-            ErrorKind::Corrupt => "corrupt",
-            ErrorKind::Damaged => "damaged",
-            ErrorKind::Database => "database",
-            ErrorKind::UnknownFormat => "unknown_format",
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::BadLog => "bad_log",
-            ErrorKind::BadInput => "bad_input",
-            ErrorKind::InvalidOption => "invalid_option",
-            ErrorKind::UnknownSession => "unknown_session",
-            ErrorKind::BadRef => "bad_ref",
-            ErrorKind::Evidence => "evidence",
-            ErrorKind::EvidenceChanged => "evidence_changed",
-            ErrorKind::BadSpec => "bad_spec",
-            ErrorKind::Internal => "internal",
-        }
-    }
-}
-
-/// Compares with a stable name (`kind == "busy"`).
-impl PartialEq<&str> for ErrorKind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl Error {
     /// An internal invariant that does not hold: a bug in ctxgate, not a problem of the
     /// caller's input or of the file.
@@ -219,5 +130,44 @@ impl From<crate::evidence::RootError> for Error {
             }
             _ => Error::Evidence(e.to_string()),
         }
+    }
+}
+
+/// Runs `f` on the index at `path`, so that a damaged file is an error: a panic raised inside
+/// redb becomes a `damaged` error ([`store::Error::Damaged`]), any other panic
+/// [`Error::Internal`], and an error of `f` that says the file is damaged is returned as
+/// `damaged` naming `path`.
+///
+/// The CLI and `ctxgate serve` run every command and tool call through this. A library user
+/// reading an index that may be damaged wraps its calls the same way, and drops the
+/// [`crate::Gatekeeper`] after a `damaged` error: redb's state after a panic is not worth
+/// trusting.
+///
+/// # Errors
+/// `f`'s errors, and the two above.
+pub fn catch_damage<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_panic(path, f).and_then(|result| result).map_err(|err| name_damaged_file(err, path))
+}
+
+/// Runs `f`, turning a panic into an error as [`catch_damage`] does, but leaves `f`'s own
+/// result alone (for callers whose errors are not [`Error`]; see [`name_damaged_file`]).
+///
+/// # Errors
+/// `damaged` ([`store::Error::Damaged`]) for a panic raised inside redb, [`Error::Internal`]
+/// for any other panic.
+pub fn catch_panic<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T> {
+    store::catch_reported(path, f).map_err(|panicked| match panicked {
+        store::Panicked::InRedb(damaged) => damaged.into(),
+        store::Panicked::Other { message, location } => Error::Internal { message, location },
+    })
+}
+
+/// `err` naming `path` if it says the index file is damaged (a record that does not decode, a
+/// redb `Corrupted` storage error), as `damaged` ([`store::Error::Damaged`]); any other error
+/// as it is.
+pub fn name_damaged_file(err: Error, path: &Path) -> Error {
+    match err {
+        Error::Store(store) => Error::Store(store.naming_damaged_file(path)),
+        other => other,
     }
 }

@@ -42,6 +42,7 @@
 #![deny(clippy::unwrap_used, clippy::dbg_macro, clippy::print_stdout, clippy::print_stderr)]
 
 mod error;
+mod error_kind;
 /// Modules public only with the `internals` feature (for this repository's benches, tools and
 /// tests); without it some of their items are used only there.
 macro_rules! internal_modules {
@@ -59,7 +60,6 @@ pub mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
 mod gatekeeper;
-mod history;
 pub mod hook;
 pub mod import;
 mod index;
@@ -75,21 +75,22 @@ pub mod tokens;
 mod types;
 mod write;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, catch_damage, catch_panic, name_damaged_file};
 pub use evidence::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};
 pub use gate::{GateDecision, Topic, describe_reference};
 pub use gatekeeper::{Gatekeeper, ReadCache, SessionInfo, Stats};
-pub use history::{RecordedGate, StoredTurn, ToolInfo};
 pub use import::Format;
 pub use options::{DEFAULT_TOKEN_BUDGET, Options};
 pub use query::anchors::QueryAnchor;
+pub use query::history::{RecordedGate, StoredTurn, ToolInfo};
+pub use query::prompt;
 pub use query::search::SearchHit;
 pub use query::select::{
     Budget, EmptyBecause, Policy, SelectOptions, SelectedBlock, SelectedEvidence, Selection,
 };
 pub use session::{MAX_TEXT_BYTES, Session};
 pub use store::redaction::History as RedactionHistory;
-pub use store::{Error as StoreError, TableSize, catch_damage, catch_panic, name_damaged_file};
+pub use store::{Error as StoreError, TableSize};
 pub use types::TurnId;
 pub use write::{
     BATCH_TURNS, DEFAULT_IMPORT_MEMORY, FileReport, FileStatus, ImportOptions, ImportProgress, ImportReport,

@@ -2,8 +2,10 @@
 
 use crate::error::{Error, Result};
 use crate::gate::GateDecision;
+use crate::gatekeeper::SessionInfo;
 use crate::index::Index;
 use crate::query::gate_view::{self, SessionRef};
+use crate::query::history::{self, StoredTurn};
 use crate::query::pipeline::{self, SelectParams};
 use crate::query::prompt;
 use crate::query::select::{Budget, SelectOptions, SelectedBlock, SelectedEvidence, Selection};
@@ -30,10 +32,6 @@ impl<'g> Session<'g> {
     /// The session's name.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    pub(crate) fn index(&self) -> &'g Index {
-        self.index
     }
 
     /// Records a turn (creating the session on its first turn) and returns its id, from 0.
@@ -72,6 +70,31 @@ impl<'g> Session<'g> {
             log::warn!("turn {turn} of {:?} is ~{tokens} tokens, over the {budget}-token budget", self.name);
         }
         Ok(turn)
+    }
+
+    /// The session's summary.
+    pub fn info(&self) -> Result<SessionInfo> {
+        history::info(self.index, &self.name).map(SessionInfo::from)
+    }
+
+    /// A stored turn, whole; `None` past the last turn.
+    pub fn turn(&self, turn_id: TurnId) -> Result<Option<StoredTurn>> {
+        history::turn(self.index, &self.name, turn_id)
+    }
+
+    /// Calls `each` with every stored turn in order, reading a bounded number at a time.
+    pub fn for_each_turn(&self, mut each: impl FnMut(StoredTurn) -> Result<()>) -> Result<()> {
+        history::for_each_turn(self.index, &self.name, |_, turn| each(turn?))
+    }
+
+    /// Calls `each` with every turn in order, or, for a turn whose record is damaged (does not
+    /// decode or verify, kind `corrupt`), with that error: a caller that can go on past it
+    /// (`export`) does. Other errors end the walk.
+    pub fn for_each_turn_or_damage(
+        &self,
+        each: impl FnMut(TurnId, Result<StoredTurn>) -> Result<()>,
+    ) -> Result<()> {
+        history::for_each_turn(self.index, &self.name, each)
     }
 
     /// The gate's decision for `query` as the next user message (after turns `0..as_of`).

@@ -493,8 +493,8 @@ fn absolute(path: &Path) -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use crate::import::tool_evidence::{ToolOutput, outputs_of, tool_output_ref};
     use super::store_tool_outputs;
+    use crate::import::tool_evidence::{ToolOutput, outputs_of, tool_output_ref};
     use crate::import::turns::{ParsedTurn, ToolCall};
     use crate::{Gatekeeper, Options};
 

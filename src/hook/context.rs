@@ -4,9 +4,9 @@
 
 use super::given::{Given, request_key, turn_key};
 use super::project_of;
-use crate::error::Result;
-use crate::gatekeeper::{Gatekeeper, SessionInfo};
-use crate::query::select::{SelectOptions, SelectedBlock};
+use crate::Result;
+use crate::{Gatekeeper, SessionInfo};
+use crate::{SelectOptions, SelectedBlock};
 use std::fmt::Write as _;
 
 /// Most turns of other sessions of the project added to a prompt's context.
@@ -71,7 +71,7 @@ fn selection_text(
 ) -> Result<String> {
     let estimator = gatekeeper.token_estimator();
     let overhead = estimator.estimate(&format!("{heading}\n\n"))
-        + estimator.estimate(&crate::query::prompt::block_framing(u32::MAX));
+        + estimator.estimate(&crate::prompt::block_framing(u32::MAX));
     if overhead >= budget {
         return Ok(String::new());
     }
@@ -81,7 +81,7 @@ fn selection_text(
     let blocks: Vec<&SelectedBlock> = selection.blocks.iter().collect();
     let mut out = String::new();
     let mut out_tokens = 0;
-    let mut labels = crate::query::prompt::BlockLabels::default();
+    let mut labels = crate::prompt::BlockLabels::default();
     for block in blocks {
         // A turn this agent session was given (by any event) is not given again.
         if given.has(turn_key(session, block.turn_id)) {

@@ -11,10 +11,10 @@ mod context;
 pub mod given;
 pub mod install;
 
-use crate::error::{Error, Result};
-use crate::gatekeeper::Gatekeeper;
+use crate::Gatekeeper;
+use crate::ImportOptions;
 use crate::import::Format;
-use crate::write::ImportOptions;
+use crate::{Error, Result};
 use serde::Deserialize;
 use std::path::PathBuf;
 

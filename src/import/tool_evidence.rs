@@ -16,7 +16,7 @@
 //! there by an older import is not stored a second time.
 
 use super::turns::ParsedTurn;
-use crate::evidence::EvidenceRef;
+use crate::evidence::reference::EvidenceRef;
 
 /// The directory under the evidence root that imported tool output goes to.
 pub const TOOL_OUTPUT_DIR: &str = "tool-output";

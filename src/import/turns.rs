@@ -45,6 +45,18 @@ pub struct ParsedTurn {
 }
 
 impl ParsedTurn {
+    /// Redacts the turn in place ([`crate::redact`]): its texts and its tool calls' arguments
+    /// (a call's result is evidence, redacted where it is stored).
+    pub(crate) fn redact(&mut self) {
+        crate::redact::redact_in_place(&mut self.user);
+        crate::redact::redact_in_place(&mut self.assistant);
+        for tool in &mut self.tools {
+            if let std::borrow::Cow::Owned(redacted) = crate::redact::redact_text_or_json(&tool.arguments) {
+                tool.arguments = redacted;
+            }
+        }
+    }
+
     /// Bytes it holds on the heap: its texts and its tool calls' (results included).
     pub fn heap_bytes(&self) -> usize {
         let tools: usize = (self.tools.iter())

@@ -9,7 +9,8 @@
 //!   evidence documents;
 //! - [`select`]: the minimum-coverage choice under the budget, and [`prune`] to sentences;
 //! - [`pipeline`]: the stages above in one consistent view of the store;
-//! - [`prompt`]: the rendered context; [`search`]: recall across every session.
+//! - [`prompt`]: the rendered context; [`search`]: recall across every session;
+//!   [`history`]: a session's stored turns read back (`show`, `export`).
 //!
 //! Nothing here writes: the query path never imports `write` or `jobs`.
 
@@ -17,6 +18,7 @@ pub mod anchors;
 pub mod bearing;
 pub mod evidence_recall;
 pub mod gate_view;
+pub mod history;
 pub mod idf;
 pub mod pipeline;
 pub mod prompt;

@@ -191,18 +191,6 @@ pub fn redact_in_place(text: &mut String) -> bool {
     }
 }
 
-/// Redacts an imported turn in place: its texts and its tool calls' arguments (a call's
-/// result is evidence, redacted where it is stored).
-pub(crate) fn redact_turn(turn: &mut crate::import::turns::ParsedTurn) {
-    redact_in_place(&mut turn.user);
-    redact_in_place(&mut turn.assistant);
-    for tool in &mut turn.tools {
-        if let Cow::Owned(redacted) = redact_text_or_json(&tool.arguments) {
-            tool.arguments = redacted;
-        }
-    }
-}
-
 /// [`redact`] of a borrowed or owned text, borrowed as it came when it holds no secret.
 pub fn redact_cow(text: Cow<'_, str>) -> Cow<'_, str> {
     match redact(&text) {

@@ -559,14 +559,14 @@ impl Core {
         open: fn(&std::path::Path, Options) -> crate::Result<Gatekeeper>,
         f: impl FnOnce(&Gatekeeper) -> Result<Value, Failure>,
     ) -> Result<Value, ToolError> {
-        let caught = crate::store::catch_panic(&self.db, || {
+        let caught = crate::catch_panic(&self.db, || {
             let mut gatekeeper = open(&self.db, self.options.clone())?;
             gatekeeper.share_read_cache(&self.pending);
             f(&gatekeeper)
         });
         match caught {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(Failure::Library(e))) | Err(e) => Err(crate::store::name_damaged_file(e, &self.db).into()),
+            Ok(Err(Failure::Library(e))) | Err(e) => Err(crate::name_damaged_file(e, &self.db).into()),
             Ok(Err(Failure::Tool(e))) => Err(e),
         }
     }

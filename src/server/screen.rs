@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 
 /// Largest accepted message (one JSON-RPC line, its newline included): 16 MiB, rmcp's own
-/// limit. Each text of a turn or a query is also limited to [`crate::session::MAX_TEXT_BYTES`]
+/// limit. Each text of a turn or a query is also limited to [`crate::MAX_TEXT_BYTES`]
 /// (8 MiB) by the library, so the two sides of a turn together must fit in one message.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -103,7 +103,7 @@ impl<R: AsyncRead + Unpin> Screened<R> {
                  (each text is limited to {} bytes)",
                 self.line_len,
                 self.limit,
-                crate::session::MAX_TEXT_BYTES
+                crate::MAX_TEXT_BYTES
             );
             // The line is gone: answer it if it can be answered, else drop it as rmcp would.
             if let Some(id) = request_id(&self.line) {

@@ -56,34 +56,26 @@ thread_local! {
     static REPORTING_HERE: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Runs `f` on the index at `path`, so that a damaged file is an error: a panic raised inside
-/// redb becomes [`Error::Damaged`], any other panic [`crate::Error::Internal`], and an error
-/// of `f` that says the file is damaged is returned as [`Error::Damaged`] naming `path`.
-///
-/// The CLI and `ctxgate serve` run every command and tool call through this. A library user
-/// reading an index that may be damaged wraps its calls the same way, and drops the
-/// [`crate::Gatekeeper`] after a `damaged` error: redb's state after a panic is not worth
-/// trusting.
-///
-/// # Errors
-/// `f`'s errors, and the two above.
-pub fn catch_damage<T>(path: &Path, f: impl FnOnce() -> crate::Result<T>) -> crate::Result<T> {
-    catch_panic(path, f).and_then(|result| result).map_err(|err| name_damaged_file(err, path))
+/// A panic [`catch_reported`] caught: raised inside redb (the file is damaged), or elsewhere.
+#[derive(Debug)]
+pub enum Panicked {
+    /// Raised inside redb: [`Error::Damaged`] for the file.
+    InRedb(Error),
+    /// Raised elsewhere: a bug, with where it was raised.
+    Other {
+        /// The panic's message.
+        message: String,
+        /// `file:line:column`.
+        location: String,
+    },
 }
 
-/// Runs `f`, turning a panic into an error as [`catch_damage`] does, but leaves `f`'s own
-/// result alone (for callers whose errors are not [`crate::Error`]; see [`name_damaged_file`]).
-///
-/// # Errors
-/// [`Error::Damaged`] for a panic raised inside redb, [`crate::Error::Internal`] for any
-/// other panic.
-pub fn catch_panic<T>(path: &Path, f: impl FnOnce() -> T) -> crate::Result<T> {
-    catch(f, true).map_err(|(_, raised)| {
-        if raised.in_redb {
-            Error::Damaged { path: path.to_path_buf(), detail: DAMAGED_PAGE.into() }.into()
-        } else {
-            crate::Error::Internal { message: raised.message, location: raised.location }
-        }
+/// Runs `f`, returning a panic it raises as a [`Panicked`] (and never printing it): the core of
+/// `crate::catch_panic`, which the CLI and the server run every call through.
+pub fn catch_reported<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T, Panicked> {
+    catch(f, true).map_err(|(_, raised)| match raised.in_redb {
+        true => Panicked::InRedb(Error::Damaged { path: path.to_path_buf(), detail: DAMAGED_PAGE.into() }),
+        false => Panicked::Other { message: raised.message, location: raised.location },
     })
 }
 
@@ -169,15 +161,6 @@ fn claim(message: &str) -> Option<Raised> {
 
 /// What [`Error::Damaged`] says after redb panicked (its message is logged at debug level).
 const DAMAGED_PAGE: &str = "the database engine found a page it cannot read";
-
-/// `err` naming `path` if it says the index file is damaged (a record that does not decode, a
-/// redb `Corrupted` storage error), as [`Error::Damaged`]; any other error as it is.
-pub fn name_damaged_file(err: crate::Error, path: &Path) -> crate::Error {
-    match err {
-        crate::Error::Store(store) => crate::Error::Store(store.naming_damaged_file(path)),
-        other => other,
-    }
-}
 
 impl Error {
     /// This error as [`Error::Damaged`] naming `path`, if it says the file is damaged.
@@ -272,6 +255,7 @@ fn is_redb_source(file: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use crate::{catch_panic, name_damaged_file};
     use super::*;
 
     #[test]

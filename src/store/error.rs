@@ -152,8 +152,8 @@ pub enum Error {
 
 impl Error {
     /// A stable name for the kind of error, for agents to branch on.
-    pub fn kind(&self) -> crate::ErrorKind {
-        use crate::ErrorKind;
+    pub fn kind(&self) -> crate::error_kind::ErrorKind {
+        use crate::error_kind::ErrorKind;
         match self {
             Error::MissingDirectory { .. } | Error::Io { .. } => ErrorKind::Io,
             Error::NotAnIndex { .. } | Error::NotARegularFile { .. } => ErrorKind::NotAnIndex,

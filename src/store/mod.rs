@@ -73,7 +73,7 @@ pub(crate) mod turn_text;
 mod view;
 
 pub use cursor::PostingCursor;
-pub use damage::{catch_damage, catch_panic, name_damaged_file};
+pub use damage::{Panicked, catch_reported};
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub use index_lock::{IndexLock, real_path};

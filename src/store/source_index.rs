@@ -68,7 +68,7 @@ impl SourceIndex {
             e
         };
         std::fs::copy(path, copy).map_err(|source| removed(Error::Io { path: copy.to_path_buf(), source }))?;
-        let repaired = super::damage::catch_panic(path, || {
+        let repaired = super::damage::catch_reported(path, || {
             redb::Database::builder().set_cache_size(options.cache_bytes).create(copy).map(drop)
         });
         let cannot = |detail: String| {
@@ -80,8 +80,8 @@ impl SourceIndex {
         match repaired {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(cannot(e.to_string())),
-            Err(crate::Error::Store(Error::Damaged { detail, .. })) => return Err(cannot(detail)),
-            Err(e) => return Err(cannot(e.to_string())),
+            Err(super::damage::Panicked::InRedb(e)) => return Err(cannot(e.to_string())),
+            Err(super::damage::Panicked::Other { message, .. }) => return Err(cannot(message)),
         }
         let db = redb::Database::builder()
             .set_cache_size(options.cache_bytes)

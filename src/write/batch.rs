@@ -608,7 +608,7 @@ impl PreparedBatch {
 /// redacted here, whatever their format.
 fn redact_batch(batch: &mut Batch, redact: bool) {
     if redact {
-        batch.par_iter_mut().for_each(|(_, turn)| crate::redact::redact_turn(turn));
+        batch.par_iter_mut().for_each(|(_, turn)| turn.redact());
     }
 }
 

@@ -2,10 +2,10 @@
 
 use crate::error::{Error, Result};
 use crate::gate::Topic;
-use crate::gatekeeper::SessionInfo;
+use crate::index::Index;
 use crate::import::{CanonicalLine, CanonicalTool};
-use crate::session::{Session, TurnId};
-use crate::store::records::TurnRecord;
+use crate::types::TurnId;
+use crate::store::records::{SessionRecord, TurnRecord};
 use serde::Serialize;
 
 /// Turns read per transaction while exporting, so memory stays bounded.
@@ -107,58 +107,52 @@ impl StoredTurn {
     }
 }
 
-impl Session<'_> {
-    /// The session's summary.
-    pub fn info(&self) -> Result<SessionInfo> {
-        let view = self.index().store().read()?;
-        let (_, record) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
-        Ok(record.into())
-    }
+/// The summary of the session `name`.
+pub(crate) fn info(index: &Index, name: &str) -> Result<SessionRecord> {
+    let view = index.store().read()?;
+    let (_, record) = view.session_by_name(name)?.ok_or_else(|| unknown(name))?;
+    Ok(record)
+}
 
-    /// A stored turn, whole; `None` past the last turn.
-    pub fn turn(&self, turn_id: TurnId) -> Result<Option<StoredTurn>> {
-        let view = self.index().store().read()?;
-        let (id, _) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
-        Ok(view.turn_record(id, turn_id)?.map(|r| StoredTurn::new(turn_id, r)))
-    }
+/// The stored turn `turn_id` of the session `name`, whole; `None` past its last turn.
+pub(crate) fn turn(index: &Index, name: &str, turn_id: TurnId) -> Result<Option<StoredTurn>> {
+    let view = index.store().read()?;
+    let (id, _) = view.session_by_name(name)?.ok_or_else(|| unknown(name))?;
+    Ok(view.turn_record(id, turn_id)?.map(|r| StoredTurn::new(turn_id, r)))
+}
 
-    /// Calls `each` with every stored turn in order, reading a bounded number at a time.
-    pub fn for_each_turn(&self, mut each: impl FnMut(StoredTurn) -> Result<()>) -> Result<()> {
-        self.for_each_turn_or_damage(|_, turn| each(turn?))
-    }
-
-    /// Calls `each` with every turn in order, or, for a turn whose record is damaged (does not
-    /// decode or verify, kind `corrupt`), with that error: a caller that can go on past it
-    /// (`export`) does. Other errors end the walk.
-    pub fn for_each_turn_or_damage(
-        &self,
-        mut each: impl FnMut(TurnId, Result<StoredTurn>) -> Result<()>,
-    ) -> Result<()> {
-        let mut next = 0;
-        loop {
-            let view = self.index().store().read()?;
-            let (id, record) = view.session_by_name(self.name())?.ok_or_else(|| self.unknown())?;
-            let end = record.turn_count.min(next + EXPORT_CHUNK);
-            for turn_id in next..end {
-                let stored = match view.turn_record(id, turn_id) {
-                    Ok(Some(stored)) => Ok(StoredTurn::new(turn_id, stored)),
-                    Ok(None) => Err(crate::store::Error::Corrupt {
-                        what: format!("turn {turn_id} of session {:?} is missing", self.name()),
-                    }
-                    .into()),
-                    Err(e @ crate::store::Error::Corrupt { .. }) => Err(e.into()),
-                    Err(e) => return Err(e.into()),
-                };
-                each(turn_id, stored)?;
-            }
-            if end >= record.turn_count {
-                return Ok(());
-            }
-            next = end;
+/// Calls `each` with every turn of the session `name` in order, or with the error of a turn
+/// whose record is damaged (kind `corrupt`), [`EXPORT_CHUNK`] turns per read transaction.
+/// Other errors end the walk.
+pub(crate) fn for_each_turn(
+    index: &Index,
+    name: &str,
+    mut each: impl FnMut(TurnId, Result<StoredTurn>) -> Result<()>,
+) -> Result<()> {
+    let mut next = 0;
+    loop {
+        let view = index.store().read()?;
+        let (id, record) = view.session_by_name(name)?.ok_or_else(|| unknown(name))?;
+        let end = record.turn_count.min(next + EXPORT_CHUNK);
+        for turn_id in next..end {
+            let stored = match view.turn_record(id, turn_id) {
+                Ok(Some(stored)) => Ok(StoredTurn::new(turn_id, stored)),
+                Ok(None) => Err(crate::store::Error::Corrupt {
+                    what: format!("turn {turn_id} of session {name:?} is missing"),
+                }
+                .into()),
+                Err(e @ crate::store::Error::Corrupt { .. }) => Err(e.into()),
+                Err(e) => return Err(e.into()),
+            };
+            each(turn_id, stored)?;
         }
+        if end >= record.turn_count {
+            return Ok(());
+        }
+        next = end;
     }
+}
 
-    fn unknown(&self) -> Error {
-        Error::UnknownSession { name: self.name().to_string() }
-    }
+fn unknown(name: &str) -> Error {
+    Error::UnknownSession { name: name.to_string() }
 }
