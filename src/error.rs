@@ -63,7 +63,7 @@ pub enum Error {
     EvidenceChanged(String),
     /// A projection spec that cannot be used.
     #[error(transparent)]
-    Spec(#[from] crate::evidence::SpecError),
+    Spec(#[from] crate::evidence::spec::SpecError),
     /// A panic inside ctxgate (not inside redb, which panics on a damaged file): a bug.
     #[error(
         "internal error: {message} (at {location}); this is a bug in ctxgate: please report it with the command that caused it"
@@ -115,17 +115,17 @@ impl Error {
 /// `Result` with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl From<crate::evidence::RefError> for Error {
-    fn from(e: crate::evidence::RefError) -> Self {
+impl From<crate::evidence::reference::RefError> for Error {
+    fn from(e: crate::evidence::reference::RefError) -> Self {
         Error::BadRef(e.to_string())
     }
 }
 
-impl From<crate::evidence::RootError> for Error {
-    fn from(e: crate::evidence::RootError) -> Self {
+impl From<crate::evidence::root::RootError> for Error {
+    fn from(e: crate::evidence::root::RootError) -> Self {
         match e {
-            crate::evidence::RootError::Refused { .. } => Error::BadRef(e.to_string()),
-            crate::evidence::RootError::TooLarge { .. } => {
+            crate::evidence::root::RootError::Refused { .. } => Error::BadRef(e.to_string()),
+            crate::evidence::root::RootError::TooLarge { .. } => {
                 Error::InvalidInput { what: "evidence document", reason: e.to_string() }
             }
             _ => Error::Evidence(e.to_string()),

@@ -11,8 +11,8 @@ mod anchors;
 pub mod pointer;
 mod projection;
 pub(crate) mod reference;
-mod root;
-mod spec;
+pub(crate) mod root;
+pub(crate) mod spec;
 pub(crate) mod storage;
 
 pub use anchors::{MAX_INDEXED_BYTES, indexed_text};
