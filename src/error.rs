@@ -171,3 +171,9 @@ pub fn name_damaged_file(err: Error, path: &Path) -> Error {
         other => other,
     }
 }
+
+impl From<crate::postings::Error> for Error {
+    fn from(e: crate::postings::Error) -> Self {
+        Error::Store(e.into())
+    }
+}

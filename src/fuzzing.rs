@@ -8,8 +8,8 @@
 use crate::import::turns::{ParsedFile, ParsedTurn};
 use crate::import::{CanonicalLine, Format, ToolOutput};
 
+use crate::postings::codec::{self, ChunkBuilder};
 use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
-use crate::store::postings::{self, ChunkBuilder};
 use crate::store::records::{ForwardRecord, MetaRecord, SessionRecord, TurnRecord};
 use crate::store::turn_text;
 use crate::types::Posting;

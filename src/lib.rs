@@ -67,6 +67,7 @@ pub mod jobs;
 pub mod limits;
 mod names;
 mod options;
+mod postings;
 pub mod redact;
 #[cfg(feature = "server")]
 pub mod server;

@@ -4,7 +4,7 @@
 use super::{derive_forward, progress_due};
 use crate::error::Result;
 use crate::index::Index;
-use crate::store::postings::{self, Posting, quantize_len};
+use crate::postings::codec::{self, Posting, quantize_len};
 use crate::store::records::SessionRecord;
 use crate::store::{self, FoldedTotals};
 use serde::Serialize;
@@ -249,7 +249,7 @@ pub(crate) fn verify_with_progress(
             last = None;
         }
         decoded.clear();
-        if let Err(e) = postings::decode_row((session, turn), bytes, |s, p| decoded.push((s, p))) {
+        if let Err(e) = codec::decode_row((session, turn), bytes, |s, p| decoded.push((s, p))) {
             report.problem(key, e.to_string());
             return true;
         }

@@ -11,7 +11,7 @@
 
 use crate::error::Result;
 use crate::query::anchors::QueryAnchors;
-use crate::store::postings::decode_norm;
+use crate::postings::codec::decode_norm;
 use crate::store::{BlockNorms, NormRows, SessionLengths};
 use crate::types::Posting;
 
@@ -541,7 +541,7 @@ pub fn recency(turn: u32, current_turn: u32) -> f64 {
 mod tests {
     use super::*;
     use crate::anchor;
-    use crate::store::postings::encode_norm;
+    use crate::postings::codec::encode_norm;
 
     fn posting(turn: u32, tf_user: u32, tf_assistant: u32) -> Posting {
         Posting { turn, tf_user, tf_assistant, len_user: 0, len_assistant: 0 }

@@ -201,6 +201,21 @@ impl Error {
     }
 }
 
+impl From<crate::postings::Error> for Error {
+    /// The postings' error as the store's of the same kind and message.
+    fn from(e: crate::postings::Error) -> Self {
+        use crate::postings::Error as P;
+        match e {
+            P::Corrupt { what } => Error::Corrupt { what },
+            P::Io { path, source } => Error::Io { path, source },
+            P::RunsMissing { path } => Error::RunsMissing { path },
+            P::RunsDamaged { path, run, what } => Error::RunsDamaged { path, run, what },
+            P::Database(e) => Error::Database(e),
+            P::Internal { message, location } => Error::Internal { message, location },
+        }
+    }
+}
+
 macro_rules! from_redb {
     ($($t:ty),*) => {$(
         impl From<$t> for Error {

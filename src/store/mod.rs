@@ -51,24 +51,17 @@
 //! [`Error::ReadOnly`]. A read-write open and a write transaction wait for another process's
 //! write transaction up to the busy timeout, then fail [`Error::Busy`].
 
-mod cursor;
 mod damage;
+// The postings subsystem under the names the store's modules use (`super::runs`, ...).
+pub(crate) use crate::postings::{codec as postings, cursor, grouped, keys, lists, norms, run_file, runs, sorted};
 mod error;
 pub(crate) mod evidence;
 mod format;
 mod index_lock;
-pub(crate) mod grouped;
-mod keys;
-mod lists;
-pub(crate) mod postings;
 pub(crate) mod records;
 pub mod redaction;
-mod run_file;
-mod runs;
-mod norms;
-mod sorted;
 mod source_index;
-mod tables;
+pub(crate) mod tables;
 pub(crate) mod turn_text;
 mod view;
 
@@ -129,10 +122,11 @@ pub struct StoreOptions {
 
 /// An open index file.
 pub struct Store {
-    db: Engine,
-    path: PathBuf,
+    // `pub(crate)` for the tests of `crate::postings::runs`, which merge runs through a store.
+    pub(crate) db: Engine,
+    pub(crate) path: PathBuf,
     quick_repair: bool,
-    busy_timeout: Duration,
+    pub(crate) busy_timeout: Duration,
     /// The pending turns decoded last, shared by the views that find the table unchanged
     /// (and by other stores given the same cache: [`Store::share_pending_cache`]).
     pending: Arc<PendingCache>,
@@ -140,14 +134,14 @@ pub struct Store {
 
 /// The redb handle: read-write or read-only, both in redb's multi-writer mode (see the module
 /// doc).
-enum Engine {
+pub(crate) enum Engine {
     /// In an `Arc`: a write that waits for another process's waits on a thread of its own.
     ReadWrite(Arc<redb::Database>),
     ReadOnly(redb::ReadOnlyDatabase),
 }
 
 impl Engine {
-    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+    pub(crate) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
         match self {
             Engine::ReadWrite(db) => db.begin_read(),
             Engine::ReadOnly(db) => db.begin_read(),
@@ -170,7 +164,7 @@ impl Engine {
     /// would almost never find the lock free between two batches of an import, which begins
     /// the next transaction as soon as it commits one. A transaction the thread gets after the
     /// timeout is aborted.
-    fn begin_write(&self, path: &Path, timeout: Duration) -> Result<redb::WriteTransaction, Error> {
+    pub(crate) fn begin_write(&self, path: &Path, timeout: Duration) -> Result<redb::WriteTransaction, Error> {
         let Engine::ReadWrite(db) = self else {
             return Err(Error::ReadOnly { path: path.to_path_buf() });
         };
@@ -712,7 +706,7 @@ impl Store {
 }
 
 /// Whether `table` exists in the snapshot and has a row.
-fn has_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
+pub(crate) fn has_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &redb::ReadTransaction,
     table: redb::TableDefinition<K, V>,
 ) -> Result<bool, Error> {

@@ -27,10 +27,7 @@ pub const NORMS: TableDefinition<u64, &[u8]> = TableDefinition::new("norms");
 /// Scratch copy of [`POSTINGS`] while [`super::Store::rewrite_postings_in_key_order`] runs;
 /// renamed to `postings` in the same transaction, so a committed file never holds it.
 pub const POSTINGS_REWRITE: TableDefinition<u128, &[u8]> = TableDefinition::new("postings_rewrite");
-/// Run key -> the postings of one anchor written by one batch of an import, session by
-/// session as chunks, as ctxgate wrote runs before `posting_run_files`: read only by the merge
-/// of runs an import killed by such a build left ([`super::runs`]).
-pub const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("posting_runs");
+pub(crate) use crate::postings::runs::RUNS;
 /// Run id -> `(offset, length, checksum)` of an import batch's run in the index's run file
 /// ([`super::run_file`]). Empty outside an import.
 pub const RUN_FILES: TableDefinition<u32, (u64, u64, u64)> = TableDefinition::new("posting_run_files");

@@ -15,7 +15,7 @@
 use super::turn::{self, Postings, PreparedTurn};
 use crate::import::turns::ParsedTurn;
 use crate::index::Index;
-use crate::store::grouped::{Grouped, NewBlock, NewPosting};
+use crate::postings::grouped::{Grouped, NewBlock, NewPosting};
 use crate::store::records::{SessionRecord, ToolRecord};
 use crate::store::turn_text::{self, TextDictionary};
 use crate::store::{FOLD_BATCH, FoldTarget, View, WriteSource, block_key};

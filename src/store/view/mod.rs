@@ -100,7 +100,7 @@ impl<'t> Source for WriteSource<'t> {
 }
 
 /// The opened tables of one transaction.
-pub(super) struct Tables<S: Source> {
+pub(crate) struct Tables<S: Source> {
     pub meta: S::Meta,
     pub names: S::Names,
     pub sessions: S::Sessions,
@@ -190,7 +190,7 @@ impl TableSize {
 pub struct View<S: Source> {
     path: PathBuf,
     meta: MetaRecord,
-    pub(super) tables: Tables<S>,
+    pub(crate) tables: Tables<S>,
     /// Shared with the store's [`PendingCache`] until a write changes it.
     pending: Arc<PendingBlocks>,
     /// The fingerprint of the `pending` table as `pending` holds it, while it is known: rows

@@ -267,7 +267,7 @@ impl<S: Source> View<S> {
                 }
             }
         })?;
-        missing.map_or(Ok(()), Err)
+        missing.map_or(Ok(()), |e| Err(e.into()))
     }
 
     /// A reader of the folded turns' side lengths, which decoded postings lack.
@@ -308,7 +308,7 @@ impl<S: Source> View<S> {
     /// turns are in [`View::pending`]).
     pub fn anchor_cursor(&self, hash: u64) -> Result<PostingCursor<'_>, Error> {
         let range = keys::anchor_range(hash);
-        PostingCursor::new(self.tables.postings.range(range)?, self.norms())
+        Ok(PostingCursor::new(self.tables.postings.range(range)?, self.norms())?)
     }
 
     /// Calls `emit(session, posting)` for every folded posting of the anchor, in every

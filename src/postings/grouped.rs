@@ -5,9 +5,9 @@
 //! turns' anchors: a bulk writer groups its next batch while the current one is written, so
 //! the writer only walks the groups.
 
-use super::error::{Error, corrupt};
+use super::codec::Posting;
 use super::keys::{IdentityHashMap, split_block_key};
-use super::postings::Posting;
+use super::{Error, corrupt};
 
 /// One new posting: its block (an index into the fold's [`NewBlock`] table) and its term
 /// frequencies. Its anchor is its group's: twelve bytes, where a bulk batch has 1.6M of them.
@@ -114,7 +114,8 @@ impl Grouped {
 
     /// Bytes it holds on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.anchors.capacity() * size_of::<(u64, usize)>() + self.postings.capacity() * size_of::<NewPosting>()
+        self.anchors.capacity() * size_of::<(u64, usize)>()
+            + self.postings.capacity() * size_of::<NewPosting>()
     }
 
     /// The postings of `hash`, in block order; empty if it has none.
@@ -138,6 +139,7 @@ impl Grouped {
         self.postings.len()
     }
 
+    #[cfg(test)]
     /// True when there are no postings.
     pub fn is_empty(&self) -> bool {
         self.postings.is_empty()
@@ -153,7 +155,7 @@ impl Grouped {
 /// Calls `f(session, list)` for each session's postings in `group`, in order, collected in
 /// `list` (a buffer the caller reuses); returns the number of lists. Each session's postings
 /// are consecutive in a group: the block table's order.
-pub(super) fn for_each_list(
+pub(crate) fn for_each_list(
     group: &[NewPosting],
     blocks: &[NewBlock],
     list: &mut Vec<Posting>,

@@ -1,7 +1,7 @@
 //! Writing one anchor's postings into the `postings` table, row by row.
 //!
 //! A row holds up to [`ROW_CAPACITY`] postings of one anchor, from one session or several
-//! consecutive ones ([`super::postings::encode_row`]), keyed by its first posting
+//! consecutive ones ([`super::codec::encode_row`]), keyed by its first posting
 //! `(anchor, session, turn)`. Most lists of an anchor in a session are a few postings long; one
 //! row per list cost a 16-byte key and redb's entry overhead for ~9 postings (format 2). Rows
 //! that span sessions hold ~128.
@@ -9,16 +9,16 @@
 //! Every writer (the fold, the merge of an import's runs, packing, forgetting) goes through
 //! [`AnchorWriter`], which appends each session's new postings after the ones stored.
 
-use super::error::{Error, corrupt};
+use super::codec::{self, Posting, ROW_CAPACITY};
 use super::keys;
-use super::postings::{self, Posting, ROW_CAPACITY};
+use super::{Error, corrupt};
 use redb::{ReadableTable, Table};
 
 /// The `postings` table of a write transaction.
-pub(super) type PostingsTable<'t> = Table<'t, u128, &'static [u8]>;
+pub(crate) type PostingsTable<'t> = Table<'t, u128, &'static [u8]>;
 
 /// Appends postings to one anchor's rows, session by session in ascending order.
-pub(super) struct AnchorWriter {
+pub(crate) struct AnchorWriter {
     hash: u64,
     /// The open row, not stored yet: `(session, posting)` in order. Its key is its first
     /// posting's (a stored row it continues keeps its key: appends never come before it).
@@ -36,7 +36,14 @@ pub(super) struct AnchorWriter {
 impl AnchorWriter {
     /// A writer for the anchor `hash`.
     pub fn new(hash: u64) -> Self {
-        AnchorWriter { hash, open: Vec::new(), loaded: false, next_stored: None, rows: 0, encoded: Vec::new() }
+        AnchorWriter {
+            hash,
+            open: Vec::new(),
+            loaded: false,
+            next_stored: None,
+            rows: 0,
+            encoded: Vec::new(),
+        }
     }
 
     /// Appends `list` (ascending turns, each after every stored turn of `session` for this
@@ -111,7 +118,7 @@ impl AnchorWriter {
         self.next_stored = None;
         if let Some((key, row)) = found {
             let (_, s, t) = keys::split_posting_key(key);
-            postings::decode_row((s, t), &row, |s, p| self.open.push((s, p)))
+            codec::decode_row((s, t), &row, |s, p| self.open.push((s, p)))
                 .map_err(|e| corrupt(format!("posting row {:x}/{s}/{t}", self.hash), e))?;
             let later = self.open.partition_point(|&(s, _)| s <= session);
             if later < self.open.len() {
@@ -144,7 +151,7 @@ impl AnchorWriter {
         let (session, first) = entries[0];
         let key = keys::posting_key(self.hash, session, first.turn);
         self.encoded.clear();
-        postings::encode_row(entries, &mut self.encoded);
+        codec::encode_row(entries, &mut self.encoded);
         table.insert(key, self.encoded.as_slice())?;
         self.rows += 1;
         Ok(key)
@@ -153,7 +160,11 @@ impl AnchorWriter {
 
 /// Stores `entries` (`(session, posting)` in order, none stored yet for this anchor in their
 /// span) as full rows of the anchor `hash`; returns the number of rows.
-pub(super) fn store_rows(table: &mut PostingsTable<'_>, hash: u64, entries: &[(u32, Posting)]) -> Result<u64, Error> {
+pub(crate) fn store_rows(
+    table: &mut PostingsTable<'_>,
+    hash: u64,
+    entries: &[(u32, Posting)],
+) -> Result<u64, Error> {
     if !entries.is_sorted_by(|a, b| (a.0, a.1.turn) < (b.0, b.1.turn)) {
         return Err(corrupt(format!("posting rows of {hash:x}"), "postings out of order"));
     }

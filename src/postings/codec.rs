@@ -532,7 +532,6 @@ impl<'a> Reader<'a> {
     pub fn is_done(&self) -> bool {
         self.offset >= self.bytes.len()
     }
-
 }
 
 #[cfg(test)]
@@ -601,7 +600,8 @@ mod tests {
     /// Golden bytes: if this fails, the on-disk format changed: bump FORMAT_VERSION.
     #[test]
     fn a_posting_stores_no_length() {
-        let postings = [Posting::new(3, 2, 0, 40, 500), Posting::new(5, 0, 1, 40, 480), Posting::new(9, 1, 1, 7, 20)];
+        let postings =
+            [Posting::new(3, 2, 0, 40, 500), Posting::new(5, 0, 1, 40, 480), Posting::new(9, 1, 1, 7, 20)];
         let chunk = encode(&postings);
         // count, last turn | delta and kind "tf follows", tf | delta and kind (0, 1) | delta and
         // kind "tf follows", tf.
@@ -658,7 +658,9 @@ mod tests {
         // A segment that claims four billion postings: an error, and room for no more than
         // the row's bytes.
         let mut list = Vec::new();
-        assert!(decode_row_session((4, 7), &[0, 0xff, 0xff, 0xff, 0xff, 0x0f, 7 << 2], 4, &mut list).is_err());
+        assert!(
+            decode_row_session((4, 7), &[0, 0xff, 0xff, 0xff, 0xff, 0x0f, 7 << 2], 4, &mut list).is_err()
+        );
         assert!(list.capacity() < 64, "{}", list.capacity());
         // Cut short: an error, or (at a segment's end) the segments before the cut.
         let whole = decode_row_all((4, 7), &row);
@@ -708,7 +710,13 @@ mod tests {
     #[test]
     fn the_widest_postings_round_trip() -> Result<(), CorruptChunk> {
         // Five-byte varints everywhere a varint goes: the longest a posting encodes to.
-        let wide = |turn| Posting { turn, tf_user: u32::MAX, tf_assistant: u32::MAX - 1, len_user: 0, len_assistant: 0 };
+        let wide = |turn| Posting {
+            turn,
+            tf_user: u32::MAX,
+            tf_assistant: u32::MAX - 1,
+            len_user: 0,
+            len_assistant: 0,
+        };
         let postings = [wide(1 << 28), wide(u32::MAX)];
         assert_eq!(decode_all(&encode(&postings)), postings);
         let mut chunk = ChunkBuilder::new();

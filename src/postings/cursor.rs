@@ -7,10 +7,10 @@
 //! starts at or before the target without decoding it: a reader that only probes a long list
 //! at a few turns decodes the rows it lands in; the range scan still visits the others.
 
-use super::error::{Error, corrupt};
+use super::codec::{self, Posting};
 use super::keys::{block_key, split_posting_key};
 use super::norms::Norms;
-use super::postings::{self, Posting};
+use super::{Error, corrupt};
 
 type Row<'v> = (redb::AccessGuard<'v, u128>, redb::AccessGuard<'v, &'static [u8]>);
 
@@ -28,7 +28,10 @@ pub struct PostingCursor<'v> {
 
 impl<'v> PostingCursor<'v> {
     /// A cursor on the first posting of the range `rows` reads.
-    pub(super) fn new(mut rows: redb::Range<'v, u128, &'static [u8]>, norms: Norms<'v>) -> Result<Self, Error> {
+    pub(crate) fn new(
+        mut rows: redb::Range<'v, u128, &'static [u8]>,
+        norms: Norms<'v>,
+    ) -> Result<Self, Error> {
         let next = rows.next().transpose()?;
         let mut cursor = PostingCursor { rows, next, postings: Vec::new(), at: 0, norms };
         cursor.load(0)?;
@@ -76,8 +79,10 @@ impl<'v> PostingCursor<'v> {
             }
             let (_, session, turn) = split_posting_key(key.value());
             let postings = &mut self.postings;
-            postings::decode_row((session, turn), value.value(), |s, p| postings.push((block_key(s, p.turn), p)))
-                .map_err(|e| corrupt(format!("posting row {session}/{turn}"), e))?;
+            codec::decode_row((session, turn), value.value(), |s, p| {
+                postings.push((block_key(s, p.turn), p))
+            })
+            .map_err(|e| corrupt(format!("posting row {session}/{turn}"), e))?;
             self.at = self.postings.partition_point(|(key, _)| *key < target);
             if self.at < self.postings.len() {
                 for (key, p) in &mut self.postings[self.at..] {
@@ -94,11 +99,13 @@ impl<'v> PostingCursor<'v> {
 
 #[cfg(test)]
 mod tests {
+    /// These tests write through the store, whose error this module's turns into.
+    type Error = crate::store::Error;
     use super::super::grouped::NewBlock;
     use super::super::lists::AnchorWriter;
     use super::super::norms;
-    use super::super::{Store, StoreOptions};
     use super::*;
+    use crate::store::{Store, StoreOptions};
 
     /// An anchor's postings in sessions 0, 2 and 5 (rows of one session and rows spanning two)
     /// and another anchor's, written as the fold writes them.

@@ -2,7 +2,7 @@
 //!
 //! BM25 normalizes a side's term frequency by that side's length. A turn has ~120 postings, and
 //! format 2 repeated its length norm in each (a byte a posting, a third of the postings table).
-//! The `norms` table keeps two norm bytes a turn ([`super::postings::encode_norm`]: user, then
+//! The `norms` table keeps two norm bytes a turn ([`super::codec::encode_norm`]: user, then
 //! assistant), [`ROW_TURNS`] turns to a row keyed by the block key of the row's first turn, as
 //! search engines keep field norms in a column beside their postings. A global search fills
 //! each posting's lengths as it decodes the list ([`Norms::fill`]: one lookup a row). A
@@ -10,10 +10,10 @@
 //! blocks, and it looks up the lengths of the turns it scores only ([`SessionLengths`]), each
 //! row read once by whichever thread first asks.
 
-use super::error::{Error, corrupt};
+use super::codec::{Posting, decode_norm, encode_norm};
 use super::grouped::NewBlock;
 use super::keys::{block_key, split_block_key};
-use super::postings::{Posting, decode_norm, encode_norm};
+use super::{Error, corrupt};
 use redb::{AccessGuard, ReadableTable, Table};
 use std::sync::OnceLock;
 
@@ -27,7 +27,7 @@ pub fn row_key(session: u32, turn: u32) -> u64 {
 
 /// Stores the norms of `blocks` (each session's consecutive, in turn order), each written at
 /// its turn's place in its row: a row grows as its session does.
-pub(super) fn put(table: &mut Table<'_, u64, &'static [u8]>, blocks: &[NewBlock]) -> Result<(), Error> {
+pub(crate) fn put(table: &mut Table<'_, u64, &'static [u8]>, blocks: &[NewBlock]) -> Result<(), Error> {
     let mut row: Vec<u8> = Vec::new();
     for group in blocks.chunk_by(|a, b| row_of(a.key) == row_of(b.key)) {
         let key = row_of(group[0].key);
@@ -126,7 +126,8 @@ impl<'v, T: NormRows + ?Sized> SessionLengths<'v, T> {
         if let Some(row) = slot.get() {
             return Ok(row);
         }
-        let bytes = self.table.row(block_key(self.session, start))?.map_or_else(Box::default, |r| r.value().into());
+        let bytes =
+            self.table.row(block_key(self.session, start))?.map_or_else(Box::default, |r| r.value().into());
         // Another thread may have read it meanwhile: the same bytes.
         Ok(slot.get_or_init(|| bytes))
     }
@@ -144,6 +145,7 @@ pub struct BlockNorms<'a> {
 }
 
 impl<'a> BlockNorms<'a> {
+    #[cfg(test)]
     /// Norms of turns `low..`, two bytes a turn: folded turns' from `folded` (from `low` on),
     /// pending turns' from `pending` (from `low + pending_from` on).
     pub fn new(session: u32, low: u32, folded: &'a [u8], pending_from: usize, pending: &'a [u8]) -> Self {
@@ -173,6 +175,7 @@ impl<'a> BlockNorms<'a> {
         [folded..self.pending_from.max(folded), folded.max(pending_end)..usize::MAX]
     }
 
+    #[cfg(test)]
     /// The side lengths `(user, assistant)` of the block's `k`th turn, if the index has them.
     pub fn lengths(&self, k: usize) -> Option<(u32, u32)> {
         self.get(k).map(|(user, assistant)| (decode_norm(user), decode_norm(assistant)))
@@ -235,7 +238,10 @@ impl<'v> Norms<'v> {
         (self.session, self.start, self.end) = (session, start, start + turns);
         if turn >= self.end {
             self.end = start;
-            return Err(corrupt(format!("norms of turn {session}:{turn}"), "a folded turn with no stored lengths"));
+            return Err(corrupt(
+                format!("norms of turn {session}:{turn}"),
+                "a folded turn with no stored lengths",
+            ));
         }
         Ok(())
     }

@@ -11,7 +11,7 @@
 //! sorting, as search engines merge their segments).
 //!
 //! A run's value holds, session by session, the list cut into chunks of at most
-//! [`CHUNK_CAPACITY`] postings ([`super::postings`]' chunk encoding):
+//! [`CHUNK_CAPACITY`] postings ([`super::codec`]' chunk encoding):
 //! ```text
 //! value = (varint session | varint chunks | (varint chunk_len | chunk)*)*
 //! ```
@@ -24,16 +24,21 @@
 //! turns added one at a time stay pending meanwhile. Runs a killed import left are merged by
 //! the next writer that opens the index and finds no live import (`super::IndexLock`).
 
-use super::error::{Error, corrupt};
+use super::codec::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
 use super::grouped::{Grouped, NewBlock, for_each_list};
 use super::keys::{run_key, split_run_key};
 use super::lists::{AnchorWriter, PostingsTable};
-use super::postings::{self, CHUNK_CAPACITY, ChunkBuilder, CorruptChunk, Posting, Reader};
 use super::run_file::{RunBytes, RunReader, RunSpan};
-use redb::{AccessGuard, Range, ReadableTable};
+use super::{Error, corrupt};
+use redb::{AccessGuard, Range, ReadableTable, TableDefinition};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
+
+/// Run key -> the postings of one anchor written by one batch of an import, session by
+/// session as chunks, as ctxgate wrote runs before `posting_run_files`: read only by the merge
+/// of runs an import killed by such a build left ([`super::runs`]).
+pub(crate) const RUNS: TableDefinition<u128, &[u8]> = TableDefinition::new("posting_runs");
 
 /// What a merge did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -51,21 +56,21 @@ pub struct Merged {
 /// a second run written there would overwrite the first.
 #[derive(Debug)]
 pub struct NextRun {
-    pub(super) run: u32,
-    pub(super) path: PathBuf,
-    pub(super) offset: u64,
+    pub(crate) run: u32,
+    pub(crate) path: PathBuf,
+    pub(crate) offset: u64,
 }
 
 /// A run in the run file, for the transaction that took its [`NextRun`] to record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WrittenRun {
-    pub(super) run: u32,
-    pub(super) span: RunSpan,
+    pub(crate) run: u32,
+    pub(crate) span: RunSpan,
     /// Lists (anchor, session) it holds.
-    pub(super) lists: usize,
+    pub(crate) lists: usize,
     /// Anchors and postings it holds, checked against the fold's.
-    pub(super) anchors: usize,
-    pub(super) postings: usize,
+    pub(crate) anchors: usize,
+    pub(crate) postings: usize,
 }
 
 impl NextRun {
@@ -91,21 +96,21 @@ impl NextRun {
 
 /// Appends one session's list of postings (in turn order) to an anchor's run value, through
 /// `chunk`, a builder the caller reuses from list to list (a bulk fold writes 50k lists).
-pub(super) fn push_list(
+pub(crate) fn push_list(
     value: &mut Vec<u8>,
     chunk: &mut ChunkBuilder,
     session: u32,
     list: &[Posting],
 ) -> Result<(), CorruptChunk> {
     let pieces = list.chunks(CHUNK_CAPACITY as usize);
-    postings::write_varint(value, session);
-    postings::write_varint(value, pieces.len() as u32);
+    codec::write_varint(value, session);
+    codec::write_varint(value, pieces.len() as u32);
     for piece in pieces {
         chunk.clear();
         for posting in piece {
             chunk.push(posting)?;
         }
-        postings::write_varint(value, chunk.encoded_len() as u32);
+        codec::write_varint(value, chunk.encoded_len() as u32);
         chunk.finish_into(value);
     }
     Ok(())
@@ -147,7 +152,7 @@ fn chunks_of<'v>(piece: &Piece<'v>) -> impl Iterator<Item = &'v [u8]> {
 }
 
 /// One run's entries, the current one held.
-pub(super) enum RunCursor<'r> {
+pub(crate) enum RunCursor<'r> {
     /// A run in the run file.
     File(RunReader),
     /// A run in the `posting_runs` table, where ctxgate wrote them before the run file.
@@ -155,7 +160,7 @@ pub(super) enum RunCursor<'r> {
 }
 
 /// A run of the `posting_runs` table: its range of entries, the current one held.
-pub(super) struct TableRun<'r> {
+pub(crate) struct TableRun<'r> {
     entries: Range<'r, u128, &'static [u8]>,
     current: Option<AccessGuard<'r, &'static [u8]>>,
 }
@@ -256,7 +261,7 @@ impl<'r> RunMerge<'r> {
 /// Lists read from the runs for [`store_lists`], their chunks copied out: a stretch of
 /// anchors, sent from the reading thread to the writing one.
 #[derive(Debug, Default)]
-pub(super) struct Lists {
+pub(crate) struct Lists {
     /// `(anchor, session, chunks)` of each list, in key order.
     lists: Vec<(u64, u32, u32)>,
     /// Where each chunk ends in `bytes`.
@@ -274,7 +279,7 @@ const LISTS_BYTES: usize = if cfg!(test) { 256 } else { 1 << 20 };
 ///
 /// A second thread reads the runs while this one stores the lists (reading them was the
 /// larger half of the work).
-pub(super) fn merge_into(
+pub(crate) fn merge_into(
     postings: &mut PostingsTable<'_>,
     legacy: Option<redb::ReadTransaction>,
     spans: Vec<(u32, RunSpan)>,
@@ -283,7 +288,7 @@ pub(super) fn merge_into(
     let (read, stored) = std::thread::scope(|scope| {
         let (sender, receiver) = std::sync::mpsc::sync_channel(4);
         let reader = scope.spawn(move || {
-            let table = legacy.map(|read| read.open_table(super::tables::RUNS)).transpose()?;
+            let table = legacy.map(|read| read.open_table(RUNS)).transpose()?;
             // The table's runs are older than the file's: a build that writes the file merges
             // the table's when it opens the index, before it imports anything.
             let mut cursors = match &table {
@@ -309,7 +314,7 @@ pub(super) fn merge_into(
 /// each session's pieces in the order of their runs, and hands the lists on a stretch at a
 /// time. `hand_on` returns false when the receiving side has stopped. Returns the number of
 /// runs.
-pub(super) fn read_lists(
+pub(crate) fn read_lists(
     runs: Vec<RunCursor<'_>>,
     mut hand_on: impl FnMut(Lists) -> bool,
 ) -> Result<u32, Error> {
@@ -338,7 +343,7 @@ pub(super) fn read_lists(
 
 /// Appends the lists to `postings`, each after its stored postings, anchor by anchor through
 /// [`AnchorWriter`]. Returns `(lists, rows)` stored.
-pub(super) fn store_lists(
+pub(crate) fn store_lists(
     postings: &mut PostingsTable<'_>,
     stretches: impl IntoIterator<Item = Lists>,
 ) -> Result<(u64, u64), Error> {
@@ -363,7 +368,7 @@ pub(super) fn store_lists(
             for &end in ends.by_ref().take(count as usize) {
                 let chunk =
                     stretch.bytes.get(start..end).ok_or_else(|| corrupt("merged lists", "bad bounds"))?;
-                postings::decode(chunk, |p| decoded.push(p))
+                codec::decode(chunk, |p| decoded.push(p))
                     .map_err(|e| corrupt(format!("run chunk of {hash:x}/{session}"), e))?;
                 start = end;
             }
@@ -380,16 +385,17 @@ pub(super) fn store_lists(
 
 #[cfg(test)]
 mod tests {
+    /// These tests write through the store, whose error this module's turns into.
+    type Error = crate::store::Error;
     use super::super::grouped::{Grouped, NewBlock};
-    use super::super::records::{ForwardRecord, GateRecord, TurnRecord};
-    use super::super::tables::{RUN_FILES, RUNS};
-    use super::super::{
-        FoldTarget, IndexLock, PendingRow, Store, StoreOptions, View, WriteSource, block_key, run_file,
-    };
-    use std::time::Duration;
+    use super::super::{keys::block_key, run_file};
     use super::*;
+    use crate::store::records::{ForwardRecord, GateRecord, TurnRecord};
+    use crate::store::tables::RUN_FILES;
+    use crate::store::{FoldTarget, IndexLock, PendingRow, Store, StoreOptions, View, WriteSource};
     use redb::ReadableTableMetadata;
     use std::collections::BTreeSet;
+    use std::time::Duration;
 
     type Turn = (u32, u32, Vec<u64>);
     /// An anchor, its document frequency and its postings with their sessions.
@@ -544,11 +550,13 @@ mod tests {
         let mut spanning = 0;
         runs.read()?.for_each_row(|_, key, bytes| {
             let mut sessions = BTreeSet::new();
-            assert!(postings::decode_row(key, bytes, |s, _| {
-                sessions.insert(s);
-            })
-            .is_ok());
-            assert!(postings::row_len(key, bytes).is_ok_and(|n| n <= postings::ROW_CAPACITY as u64));
+            assert!(
+                codec::decode_row(key, bytes, |s, _| {
+                    sessions.insert(s);
+                })
+                .is_ok()
+            );
+            assert!(codec::row_len(key, bytes).is_ok_and(|n| n <= codec::ROW_CAPACITY as u64));
             spanning += usize::from(sessions.len() > 1);
             true
         })?;
@@ -583,7 +591,8 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_that_merges_then_fails_leaves_the_committed_runs_readable() -> Result<(), Box<dyn std::error::Error>> {
+    fn a_batch_that_merges_then_fails_leaves_the_committed_runs_readable()
+    -> Result<(), Box<dyn std::error::Error>> {
         let (before, batches) = history();
         let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs: _dir_runs, runs } =
             folded_and_runs(&before, &batches[..2])?;
@@ -620,14 +629,15 @@ mod tests {
         runs.write(|view| view.remove_sessions(&[1], |_| (0, 0)))?;
         assert_eq!(runs_left(&runs)?, 0);
         runs.read()?.for_each_row(|_, key, bytes| {
-            assert!(postings::decode_row(key, bytes, |session, _| assert_ne!(session, 1)).is_ok());
+            assert!(codec::decode_row(key, bytes, |session, _| assert_ne!(session, 1)).is_ok());
             true
         })?;
         Ok(())
     }
 
     #[test]
-    fn turns_added_while_runs_wait_stay_pending_beside_the_next_run() -> Result<(), Box<dyn std::error::Error>> {
+    fn turns_added_while_runs_wait_stay_pending_beside_the_next_run() -> Result<(), Box<dyn std::error::Error>>
+    {
         let (before, batches) = history();
         let FoldedAndRuns { dir_folded: _dir_folded, folded, dir_runs: _dir_runs, runs } =
             folded_and_runs(&before, &batches[..1])?;
@@ -695,7 +705,7 @@ mod tests {
         let reopened = temp_store(&dir_runs)?;
         assert_eq!(lists(&reopened)?, lists(&folded)?);
         let read = reopened.db.begin_read()?;
-        assert!(!super::super::has_rows(&read, RUNS)?, "the table's runs are gone");
+        assert!(!crate::store::has_rows(&read, RUNS)?, "the table's runs are gone");
         Ok(())
     }
 
@@ -800,7 +810,7 @@ mod tests {
         let sessions: Vec<(u32, usize)> = pieces.iter().map(|p| (p.session, p.run)).collect();
         assert_eq!(sessions, [(7, 4), (9, 4)]);
         let chunks: Vec<Vec<u8>> = chunks_of(&pieces[0]).map(<[u8]>::to_vec).collect();
-        assert_eq!(chunks, postings::encode_list(list.iter())?);
+        assert_eq!(chunks, codec::encode_list(list.iter())?);
         assert_eq!(chunks_of(&pieces[1]).count(), 1);
         // A value cut short is corrupt, not a panic.
         for end in 0..value.len() {

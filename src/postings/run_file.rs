@@ -20,7 +20,7 @@
 //! entry = hash: u64 LE | value_len: u32 LE | value
 //! ```
 
-use super::error::{Error, corrupt};
+use super::{Error, corrupt};
 use redb::ReadableTable;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Take, Write};
@@ -42,7 +42,7 @@ fn read_buffer(side_by_side: usize) -> usize {
 
 /// Where one run lies in the file, and the checksum of its entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct RunSpan {
+pub(crate) struct RunSpan {
     pub offset: u64,
     pub len: u64,
     pub checksum: u64,
@@ -65,14 +65,14 @@ impl RunSpan {
 }
 
 /// The run file of the index at `index`.
-pub(super) fn path_of(index: &Path) -> PathBuf {
+pub(crate) fn path_of(index: &Path) -> PathBuf {
     let mut path = index.as_os_str().to_owned();
     path.push(".runs");
     PathBuf::from(path)
 }
 
 /// The id of the next run and where it starts in the file: after every recorded run.
-pub(super) fn next_run(spans: &impl ReadableTable<u32, (u64, u64, u64)>) -> Result<(u32, u64), Error> {
+pub(crate) fn next_run(spans: &impl ReadableTable<u32, (u64, u64, u64)>) -> Result<(u32, u64), Error> {
     match spans.last()? {
         None => Ok((0, 0)),
         Some((run, span)) => {
@@ -87,7 +87,7 @@ pub(super) fn next_run(spans: &impl ReadableTable<u32, (u64, u64, u64)>) -> Resu
 
 /// A run being encoded: its entries, appended in ascending hash order.
 #[derive(Debug, Default)]
-pub(super) struct RunBytes {
+pub(crate) struct RunBytes {
     bytes: Vec<u8>,
     /// Where the open entry's header starts.
     open: Option<usize>,
@@ -142,7 +142,7 @@ fn next_checksum(checksum: u64, hash: u64, value: &[u8]) -> u64 {
 }
 
 /// One run read from the file, an entry at a time.
-pub(super) struct RunReader {
+pub(crate) struct RunReader {
     path: PathBuf,
     run: u32,
     reader: BufReader<Take<File>>,

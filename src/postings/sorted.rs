@@ -6,7 +6,7 @@
 //! run, the merge of the runs) stores them for a fraction of the cost. The cursor only has to
 //! move when a stored key comes before the next new one.
 
-use super::error::Error;
+use super::Error;
 use redb::{CursorMut, Key, Table, Value};
 use std::ops::Bound;
 
@@ -31,7 +31,7 @@ where
 ///
 /// A key that is out of order or already stored is an error ([`redb::CursorError`]), and
 /// leaves the transaction to be aborted.
-pub(super) fn insert_new<'v, K>(
+pub(crate) fn insert_new<'v, K>(
     table: &mut Table<'_, K, &'static [u8]>,
     entries: impl IntoIterator<Item = (K, &'v [u8])>,
 ) -> Result<(), Error>
