@@ -484,9 +484,12 @@ fn an_import_into_a_sparse_index_compacts_it_unless_told_not_to_it_is_small_or_i
     let dbs = [dir.path().join("a.redb"), dir.path().join("b.redb"), dir.path().join("c.redb")];
     let bulk = dir.path().join("bulk.jsonl");
     write_incompressible_log(&bulk, 192)?;
-    for args in
-        [vec!["import", "--no-compact", bulk.to_str().ok_or("path")?], vec!["forget", "--session", "a"]]
-    {
+    // 48 MiB in one transaction: on a loaded machine the next process may wait for the file
+    // past the default 5 s, which is not what this test is about.
+    for args in [
+        vec!["--busy-timeout", "120", "import", "--no-compact", bulk.to_str().ok_or("path")?],
+        vec!["--busy-timeout", "120", "forget", "--session", "a"],
+    ] {
         let out = cli(&dbs[0], &args);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
