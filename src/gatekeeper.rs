@@ -93,7 +93,7 @@ impl Gatekeeper {
     /// Opens the index at `path`, creating it if the file does not exist.
     ///
     /// # Errors
-    /// [`Error::InvalidOption`] for a zero budget or cache; store errors for a file that is
+    /// [`crate::Error::InvalidOption`] for a zero budget or cache; store errors for a file that is
     /// not an index, of another version, or held by another process past `busy_timeout`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Gatekeeper> {
         Gatekeeper::open_with(path.as_ref(), options, Store::open)
@@ -127,7 +127,7 @@ impl Gatekeeper {
     /// A session by name. It need not exist yet: its first [`Session::add_turn`] creates it.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for an empty name, one over 256 bytes, one with control
+    /// [`crate::Error::InvalidInput`] for an empty name, one over 256 bytes, one with control
     /// characters or surrounding whitespace.
     pub fn session(&self, name: &str) -> Result<Session<'_>> {
         check_session_name(name)?;
@@ -249,7 +249,7 @@ impl Gatekeeper {
     /// the length sums lose its turns in the same transaction.
     ///
     /// # Errors
-    /// [`Error::UnknownSession`] if no session has this name.
+    /// [`crate::Error::UnknownSession`] if no session has this name.
     pub fn forget_session(&self, name: &str) -> Result<ForgetReport> {
         crate::jobs::forget::forget_session(&self.index, name)
     }
@@ -268,7 +268,7 @@ impl Gatekeeper {
     /// a readable time are kept and listed in the report. One transaction.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] if `date` is not a date.
+    /// [`crate::Error::InvalidInput`] if `date` is not a date.
     pub fn forget_before(&self, date: &str) -> Result<ForgetReport> {
         crate::jobs::forget::forget_before(&self.index, date)
     }
@@ -324,7 +324,7 @@ impl Gatekeeper {
     /// timeout). A long import leaves
     /// such a file: each merge of its runs into the lists splits the posting pages it appends
     /// to and frees the ones it copies (at 1M generated turns, a third of the file). `ctxgate
-    /// import` calls it when it is done, with [`AUTO_COMPACT_MIN_BYTES`].
+    /// import` calls it when it is done, with [`crate::jobs::AUTO_COMPACT_MIN_BYTES`].
     ///
     /// # Errors
     /// As [`Gatekeeper::compact`], but for `busy`.
@@ -349,8 +349,8 @@ impl Gatekeeper {
     /// Storing the same bytes again is a no-op (the projection is made again, with `options`).
     ///
     /// # Errors
-    /// [`Error::BadRef`] for a ref that is absolute, has `..`, or leads out of the root
-    /// through a link; [`Error::Evidence`] if a different file already has this ref (evidence
+    /// [`crate::Error::BadRef`] for a ref that is absolute, has `..`, or leads out of the root
+    /// through a link; [`crate::Error::Evidence`] if a different file already has this ref (evidence
     /// is never modified) or the file cannot be written.
     pub fn put_evidence(
         &self,
@@ -367,7 +367,7 @@ impl Gatekeeper {
     /// and projected in parallel, written 256 per transaction.
     ///
     /// # Errors
-    /// [`Error::Evidence`] if `dir` is not a directory, or is not the index's recorded root
+    /// [`crate::Error::Evidence`] if `dir` is not a directory, or is not the index's recorded root
     /// while evidence is indexed under that one.
     pub fn index_evidence(&self, dir: &Path, options: &EvidenceOptions<'_>) -> Result<EvidenceIndexReport> {
         crate::evidence::storage::index_evidence(&self.index, dir, options)
@@ -377,7 +377,7 @@ impl Gatekeeper {
     /// pointer (pretty-printed): reading evidence by reference.
     ///
     /// # Errors
-    /// [`Error::BadRef`], or [`Error::Evidence`] if there is no such file, the document is
+    /// [`crate::Error::BadRef`], or [`crate::Error::Evidence`] if there is no such file, the document is
     /// not JSON, or nothing is at the pointer.
     pub fn read_evidence(&self, reference: &str, pointer: Option<&str>) -> Result<Vec<u8>> {
         crate::evidence::storage::read_evidence(&self.index, reference, pointer)
@@ -387,7 +387,7 @@ impl Gatekeeper {
     /// `options`, the kind it was indexed as (if the spec has it), else the spec's globs.
     ///
     /// # Errors
-    /// As [`Gatekeeper::read_evidence`]; [`Error::Evidence`] for a kind the spec lacks.
+    /// As [`Gatekeeper::read_evidence`]; [`crate::Error::Evidence`] for a kind the spec lacks.
     pub fn project_evidence(&self, reference: &str, options: &EvidenceOptions<'_>) -> Result<Projection> {
         crate::evidence::storage::project_evidence(&self.index, reference, options)
     }

@@ -50,7 +50,6 @@ macro_rules! internal_modules {
         #[cfg(feature = "internals")]
         pub mod $name;
         #[cfg(not(feature = "internals"))]
-        #[allow(dead_code, unused_imports)]
         mod $name;
     )*};
 }

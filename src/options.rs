@@ -33,7 +33,7 @@ pub struct Options {
     /// `x.evidence`).
     pub evidence_root: Option<PathBuf>,
     /// What the budget counts (DESIGN §3.5). Default [`Tokenizer::Chars`], the seed's
-    /// `chars × 1.5`; [`Gatekeeper::set_token_estimator`] replaces it.
+    /// `chars × 1.5`; [`crate::Gatekeeper::set_token_estimator`] replaces it.
     pub tokenizer: Tokenizer,
     /// Whether secrets are redacted where text enters the index and the evidence root
     /// ([`crate::redact`], `docs/secrets.md`). Default true; false keeps the raw history

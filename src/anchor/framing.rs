@@ -251,6 +251,7 @@ pub fn for_each_framing_ngram(text: &str, mut emit: impl FnMut(&str)) {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// The CJK n-grams (2 and 3 characters) of `text` that name no topic: those with a character
 /// inside an occurrence of a framing word. That is the framing words' own n-grams (`请问`, `到一`
 /// of `遇到一个`) and the n-grams straddling a framing word and its neighbour (`下分` of

@@ -19,7 +19,9 @@ mod word_set;
 
 pub use cjk::is_ngram as is_cjk_ngram;
 pub use forms::word_forms;
-pub use framing::{cjk_framing_chars, cjk_framing_ngrams, is_framing_word};
+pub use framing::{cjk_framing_chars, is_framing_word};
+#[cfg(any(test, feature = "internals"))]
+pub use framing::cjk_framing_ngrams;
 pub use stopwords::is_stop_word;
 pub use word::{for_each_word, is_one_word};
 
@@ -52,31 +54,37 @@ impl AnchorCounts {
         Self { entries }
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// `(anchor, tf)` pairs sorted by anchor.
     pub fn entries(&self) -> &[(String, u32)] {
         &self.entries
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// Number of distinct anchors.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// True if the text had no anchors.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// Total anchor occurrences: the document length BM25 normalizes by.
     pub fn total(&self) -> u32 {
         self.entries.iter().map(|(_, tf)| *tf).sum()
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// Term frequency of `anchor`, 0 if absent.
     pub fn tf(&self, anchor: &str) -> u32 {
         self.entries.binary_search_by(|(a, _)| a.as_str().cmp(anchor)).map_or(0, |i| self.entries[i].1)
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// True if `anchor` occurs in the text.
     pub fn contains(&self, anchor: &str) -> bool {
         self.tf(anchor) > 0

@@ -6,9 +6,9 @@
 
 mod reference;
 
-pub use reference::{
-    CJK_PRONOUN, REPLY_TO_QUESTION, asks_question, deictic_pattern, describe as describe_reference,
-};
+pub use reference::{REPLY_TO_QUESTION, asks_question, deictic_pattern, describe as describe_reference};
+#[cfg(any(test, feature = "internals"))]
+pub use reference::CJK_PRONOUN;
 
 use crate::anchor::{cjk_framing_chars, is_framing_word, is_stop_word};
 use crate::text::{is_cjk, is_word_char};
@@ -145,6 +145,7 @@ impl ContentWords {
         words
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// True if the query has no content word.
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty() && self.versions.is_empty() && self.cjk.is_empty()

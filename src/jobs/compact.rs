@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::index::Index;
 use serde::Serialize;
 
-/// What [`Gatekeeper::compact`] did.
+/// What [`crate::Gatekeeper::compact`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CompactReport {
     /// File size before, in bytes.
@@ -24,7 +24,7 @@ pub struct CompactReport {
     pub chunks_rewritten: u64,
 }
 
-/// A phase of [`Gatekeeper::compact`], in the order they run.
+/// A phase of [`crate::Gatekeeper::compact`], in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CompactPhase {
     /// Pending turns folded into postings, in one step: `done` is 0, then all of them.
@@ -51,7 +51,7 @@ impl CompactPhase {
     }
 }
 
-/// How far [`Gatekeeper::compact_with_progress`] has got. Folding counts pending turns,
+/// How far [`crate::Gatekeeper::compact_with_progress`] has got. Folding counts pending turns,
 /// packing counts posting lists to rewrite (found by one read pass before the first report);
 /// each is reported at its start (`done` 0), every 1,024 lists, and at its end
 /// (`done == total`; a phase with nothing to do only at its start).
@@ -65,7 +65,7 @@ pub struct CompactProgress {
     pub total: u64,
 }
 
-/// Share of the file on disk that is not data, at which [`Gatekeeper::compact_if_sparse`]
+/// Share of the file on disk that is not data, at which [`crate::Gatekeeper::compact_if_sparse`]
 /// compacts: a third of the file after a long import (1M generated turns), 4% after an import
 /// of 100k turns, whose runs are merged once.
 const SPARSE_SHARE: f64 = 0.25;
@@ -114,7 +114,7 @@ pub(crate) fn compact_if_sparse(
     }
 }
 
-/// The work of [`Gatekeeper::compact_with_progress`], under the job lock `lock`.
+/// The work of [`crate::Gatekeeper::compact_with_progress`], under the job lock `lock`.
 pub(crate) fn compact_locked(
     index: &mut Index,
     lock: &crate::store::IndexLock,

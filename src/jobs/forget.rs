@@ -6,7 +6,7 @@ use crate::index::Index;
 use crate::store::{Removed, Source, View, WriteSource};
 use serde::Serialize;
 
-/// What [`Gatekeeper::forget_session`] or [`Gatekeeper::forget_before`] deleted, or what
+/// What [`crate::Gatekeeper::forget_session`] or [`crate::Gatekeeper::forget_before`] deleted, or what
 /// their dry runs would delete.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ForgetReport {

@@ -22,7 +22,7 @@ pub struct Problem {
     pub message: String,
 }
 
-/// What [`Gatekeeper::verify`] checked and found.
+/// What [`crate::Gatekeeper::verify`] checked and found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct VerifyReport {
     /// Sessions checked.
@@ -61,7 +61,7 @@ impl VerifyReport {
     }
 }
 
-/// A phase of [`Gatekeeper::verify`], in the order they run.
+/// A phase of [`crate::Gatekeeper::verify`], in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum VerifyPhase {
     /// Stored turns: each one's anchors derived again from its text.
@@ -86,7 +86,7 @@ impl VerifyPhase {
     }
 }
 
-/// How far [`Gatekeeper::verify_with_progress`] has got: items of the current phase checked
+/// How far [`crate::Gatekeeper::verify_with_progress`] has got: items of the current phase checked
 /// of the rows its table holds. Each phase is reported at its start (`done` 0), every
 /// 1,024 items, and at its end (`done == total` unless a row stopped the walk); a phase
 /// with nothing to check only at its start.

@@ -42,8 +42,6 @@ pub fn split_block_key(key: u64) -> (u32, u32) {
     ((key >> 32) as u32, key as u32)
 }
 
-pub use crate::types::anchor_hash;
-
 /// `anchor_hash << 64 | session << 32 | turn`: the row of an anchor's postings that starts at
 /// that turn of that session (`super::lists`).
 pub fn posting_key(anchor_hash: u64, session: u32, chunk: u32) -> u128 {

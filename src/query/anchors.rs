@@ -156,6 +156,13 @@ impl QueryAnchors {
         self.anchors.len()
     }
 
+    /// Whether the query has no anchor (never, once built: a query without one falls back to
+    /// its head).
+    #[cfg(any(test, feature = "internals"))]
+    pub fn is_empty(&self) -> bool {
+        self.anchors.is_empty()
+    }
+
     /// The bit of the 20-character fallback anchor (0 if the query has real anchors): the head
     /// of a query made only of stop and framing words names nothing.
     pub fn fallback_mask(&self) -> u64 {

@@ -47,6 +47,7 @@ pub struct Hit {
     pub matched: u64,
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// What [`search`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
@@ -56,6 +57,7 @@ pub struct Found {
     pub hits: Vec<Hit>,
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// The best `limit` turns of every session for the query `text`.
 pub fn search<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<Found> {
     let (query, hits) = rank(view, text, limit)?;

@@ -6,7 +6,7 @@
 
 use super::error::{Error, corrupt};
 use super::view::{Source, View, WriteSource};
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::{ReadableTable};
 use serde::{Deserialize, Serialize};
 
 pub(super) const EVIDENCE_META_KEY: &str = "evidence";
@@ -131,11 +131,6 @@ impl<S: Source> View<S> {
             f(hash.value(), df.value());
         }
         Ok(())
-    }
-
-    /// Number of evidence documents stored.
-    pub fn evidence_count(&self) -> Result<u64, Error> {
-        Ok(self.tables.evidence.len()?)
     }
 }
 

@@ -70,16 +70,23 @@ pub use damage::{Panicked, catch_reported};
 pub use error::Error;
 pub use format::FORMAT_VERSION;
 pub use index_lock::{IndexLock, real_path};
-pub use keys::anchor_hash;
+#[cfg(any(test, feature = "internals"))]
+pub use crate::types::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
-pub use norms::{BlockNorms, NormRows, Norms, ROW_TURNS, SessionLengths};
+pub use norms::{BlockNorms, NormRows, ROW_TURNS, SessionLengths};
+#[cfg(any(test, feature = "internals"))]
+pub use norms::Norms;
 pub use postings::Posting;
-pub use runs::{Merged, NextRun, WrittenRun};
+pub use runs::Merged;
+#[cfg(any(test, feature = "internals"))]
+pub use runs::{NextRun, WrittenRun};
 pub use source_index::SourceIndex;
 pub use view::{
-    CorpusStats, Counts, FoldTarget, FoldedTotals, PendingBlocks, PendingCache, PendingRow, ReadSource, Removed,
-    Source, TableSize, View, WriteSource,
+    CorpusStats, FoldTarget, FoldedTotals, PendingCache, PendingRow, ReadSource, Removed, Source, TableSize, View,
+    WriteSource,
 };
+#[cfg(any(test, feature = "internals"))]
+pub use view::{Counts, PendingBlocks};
 
 use error::corrupt;
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};

@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 /// Holds the file open (read-only) so no writer changes it while it is being rebuilt.
 pub struct SourceIndex {
     db: redb::ReadOnlyDatabase,
-    path: PathBuf,
     format_version: u32,
     /// The repaired copy read instead of the file, if it was not closed cleanly; removed on drop.
     repaired_copy: Option<PathBuf>,
@@ -110,7 +109,7 @@ impl SourceIndex {
                 supported: FORMAT_VERSION,
             });
         }
-        Ok(SourceIndex { db, path: path.to_path_buf(), format_version: meta.format_version, repaired_copy })
+        Ok(SourceIndex { db, format_version: meta.format_version, repaired_copy })
     }
 
     /// What the index records of its redaction ([`super::redaction`]).
@@ -121,11 +120,6 @@ impl SourceIndex {
             Some(bytes) => postcard::from_bytes(bytes.value()).map(Some).map_err(|e| corrupt("redaction", e)),
             None => Ok(None),
         }
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// The repaired copy read instead of the file, if it was not closed cleanly.

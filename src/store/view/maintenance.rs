@@ -196,6 +196,7 @@ impl View<WriteSource<'_>> {
         Ok(removed)
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// Rewrites the postings of each anchor whose rows are not packed (a row before its last
     /// with fewer than [`postings::ROW_CAPACITY`] (128) postings: a list continued by an import
     /// in pieces, or rows split by `forget`) as full rows. Returns `(anchors rewritten, rows

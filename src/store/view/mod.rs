@@ -257,11 +257,6 @@ impl<S: Source> View<S> {
         })
     }
 
-    /// The index file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The pending turns.
     pub fn pending(&self) -> &PendingBlocks {
         &self.pending

@@ -200,6 +200,7 @@ impl<S: Source> View<S> {
         Ok(self.text_dictionary.get_or_init(|| found).clone())
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// Calls `emit` with the folded postings of `hash` in `session`, in turn order.
     pub fn session_postings(&self, hash: u64, session: u32, emit: impl FnMut(Posting)) -> Result<(), Error> {
         let mut list = Vec::new();
@@ -311,6 +312,7 @@ impl<S: Source> View<S> {
         Ok(PostingCursor::new(self.tables.postings.range(range)?, self.norms())?)
     }
 
+#[cfg(any(test, feature = "internals"))]
     /// Calls `emit(session, posting)` for every folded posting of the anchor, in every
     /// session, in session then turn order: one range scan, since posting keys lead with the
     /// anchor (pending turns are in [`View::pending`]).

@@ -67,24 +67,6 @@ impl<S: Source> View<S> {
         Ok(())
     }
 
-    /// Calls `f` with every turn of `session` in turn order (not for a write view with turns
-    /// waiting for their fold, as [`for_each_turn_row`](Self::for_each_turn_row)).
-    pub fn for_each_turn_of(
-        &self,
-        session: u32,
-        mut f: impl FnMut(u32, Result<TurnRecord, Error>) -> Result<(), Error>,
-    ) -> Result<(), Error> {
-        debug_assert!(self.unlogged.is_empty(), "turn rows wait for their fold");
-        let range = block_key(session, 0)..=block_key(session, u32::MAX);
-        for entry in self.tables.turns.range(range)? {
-            let (key, value) = entry?;
-            let (_, turn) = split_block_key(key.value());
-            let record = self.decode_turn(session, turn, value.value());
-            f(turn, record)?;
-        }
-        Ok(())
-    }
-
     /// Calls `f` with every posting row in key order: anchor hash, the row's key (session and
     /// turn of its first posting) and the encoded bytes ([`super::postings::decode_row`]). `f`
     /// returns false to stop.
