@@ -50,24 +50,24 @@ pub enum Error {
     },
 }
 
+/// `From` each of redb's errors for `$error`, an error with a `Database(redb::Error)` variant
+/// (this module's, and the store's).
 macro_rules! from_redb {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
+    ($error:ty) => {
+        $crate::postings::from_redb!($error: redb::Error, redb::DatabaseError, redb::TransactionError,
+            redb::TableError, redb::StorageError, redb::CommitError, redb::CursorError);
+    };
+    ($error:ty: $($t:ty),*) => {$(
+        impl From<$t> for $error {
             fn from(e: $t) -> Self {
-                Error::Database(e.into())
+                Self::Database(e.into())
             }
         }
     )*};
 }
-from_redb!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::CursorError
-);
+pub(crate) use from_redb;
+
+from_redb!(Error);
 
 /// A record that failed to decode.
 pub(crate) fn corrupt(what: impl std::fmt::Display, cause: impl std::fmt::Display) -> Error {

@@ -23,4 +23,4 @@ pub(crate) mod runs;
 pub(crate) mod sorted;
 
 pub use error::Error;
-pub(crate) use error::corrupt;
+pub(crate) use error::{corrupt, from_redb};

@@ -216,24 +216,7 @@ impl From<crate::postings::Error> for Error {
     }
 }
 
-macro_rules! from_redb {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Self {
-                Error::Database(e.into())
-            }
-        }
-    )*};
-}
-from_redb!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError,
-    redb::CursorError
-);
+crate::postings::from_redb!(Error);
 
 /// A record that failed to decode.
 pub(crate) fn corrupt(what: impl std::fmt::Display, cause: impl std::fmt::Display) -> Error {
