@@ -32,6 +32,9 @@ pub struct Gated {
     pub query: QueryAnchors,
     /// The decision.
     pub decision: GateDecision,
+    /// The query's framing words and CJK trigrams, which the pipeline reads no lists for:
+    /// worked out once, for the gate and the pipeline.
+    pub filter: GateFilter,
 }
 
 /// The gate's decision for `text` as the next user message after turns `0..as_of`.
@@ -43,8 +46,9 @@ pub fn gate<S: Source>(
 ) -> Result<Gated> {
     let blocks = view.corpus_stats().blocks;
     let query = QueryAnchors::build(text, &anchor::extract(text), blocks, |h| view.df(h))?;
-    let decision = decide(view, session, as_of, text, query.gate_weights(), &GateFilter::of(text))?;
-    Ok(Gated { query, decision })
+    let filter = GateFilter::of(text);
+    let decision = decide(view, session, as_of, text, query.gate_weights(), &filter)?;
+    Ok(Gated { query, decision, filter })
 }
 
 /// [`gate`] for the user text of a turn being added, from its hashed anchors and its
@@ -93,6 +97,11 @@ impl GateFilter {
     /// Bytes it holds on the heap.
     pub fn heap_bytes(&self) -> usize {
         (self.framing.capacity() + self.trigrams.capacity()) * size_of::<u64>()
+    }
+
+    /// The hashes of the text's framing words, sorted.
+    pub fn framing(&self) -> &[u64] {
+        &self.framing
     }
 
     fn keeps(&self, hash: u64) -> bool {

@@ -131,14 +131,14 @@ where
     View<S>: Sync,
     S::Norms: Sync,
 {
-    let Gated { mut query, decision } = gate(view, Some(session), params.as_of, text)?;
+    let Gated { mut query, decision, filter } = gate(view, Some(session), params.as_of, text)?;
     // Framing words identify nothing: neither their forms nor their (long) posting lists are
     // read at all.
-    let framing = anchor::framing_hashes(text, anchor_hash);
+    let framing = filter.framing();
     let is_framing = |hash: u64| framing.binary_search(&hash).is_ok();
     query.fold_word_forms(view.corpus_stats().blocks, is_framing, |h| view.df(h))?;
     let switch = decision.topic == Topic::Switch;
-    let scored = query.full_mask() & !anchors_among(&query, &framing);
+    let scored = query.full_mask() & !anchors_among(&query, framing);
     let lists = session_lists::read(view, session, &query, scored, params.as_of)?;
     let held = held_mask(&lists.history);
     // A query that leaves the current topic, names something no conversation of the index has
@@ -281,7 +281,9 @@ where
             time,
             label_saving: time_tokens.saturating_sub(same_time_tokens),
         });
-        pruned.push((candidate, block, turn.time));
+        // `fill` may hand the turn over whole: keep its text rather than read it again.
+        let whole = fill.then(|| (turn.user, turn.assistant));
+        pruned.push((candidate, block, turn.time, whole));
     }
     if !switch {
         // Turn offers only: the evidence projections are offered below.
@@ -356,12 +358,11 @@ where
     let pinned_covered = covered;
     let mut blocks: Vec<ChosenBlock> = pinned.into_iter().collect();
     for pick in picks.iter().filter(|p| p.offer < turn_offers) {
-        let (candidate, block, time) = &pruned[pick.offer];
+        let (candidate, block, time, whole) = &pruned[pick.offer];
         covered |= block.matched;
-        let whole = if pick.whole { view.turn_record(session.id, candidate.turn)? } else { None };
         let (user, assistant) = match whole {
-            Some(turn) => (turn.user, turn.assistant),
-            None => (block.user.clone(), block.assistant.clone()),
+            Some((user, assistant)) if pick.whole => (user.clone(), assistant.clone()),
+            _ => (block.user.clone(), block.assistant.clone()),
         };
         let offer = &offers[pick.offer];
         let tokens = if pick.whole { offer.whole_tokens } else { offer.tokens } - params.block_overhead;
