@@ -163,6 +163,32 @@ fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Res
 }
 
 impl FileReport {
+    /// A file imported: what its sessions gained, the lines skipped, its tool outputs stored.
+    fn imported(
+        path: &Path,
+        format: Format,
+        read_from: Option<u64>,
+        sessions: Vec<SessionReport>,
+        skipped: Vec<Skipped>,
+        outputs: crate::import::StoredToolOutputs,
+    ) -> Self {
+        FileReport {
+            path: path.to_path_buf(),
+            status: FileStatus::Imported,
+            reason: None,
+            error_kind: None,
+            format,
+            read_from,
+            new_turns: sessions.iter().map(|s| s.new_turns).sum(),
+            existing_turns: sessions.iter().map(|s| s.existing_turns).sum(),
+            sessions,
+            skipped,
+            tool_outputs: outputs.stored,
+            tool_outputs_failed: outputs.failed.len() as u64,
+            failed_tool_outputs: outputs.failed,
+        }
+    }
+
     /// A file not imported, with nothing counted.
     fn not_imported(
         path: &Path,
@@ -505,8 +531,6 @@ fn import_as(
         _ => None,
     };
     let mut sessions = Vec::new();
-    let mut new_turns = 0;
-    let mut existing_turns = 0;
     let mut destinations = Vec::new();
     let mut turns: Vec<(usize, ParsedTurn)> = Vec::new();
     let mut tool_outputs = Vec::new();
@@ -521,8 +545,6 @@ fn import_as(
             held_back: plan.held_back,
             held_back_request: plan.held_back_request.take(),
         });
-        new_turns += plan.turns.len() as u64;
-        existing_turns += plan.existing;
         destinations.push(Destination { name: plan.session, title: plan.title, first_turn: plan.first_turn });
         turns.extend(plan.turns.into_iter().map(|t| (i, t)));
     }
@@ -549,21 +571,8 @@ fn import_as(
     if let Some(checkpoint) = checkpoint.filter(|c| !writer.wrote_checkpoint() && !unchanged(c)) {
         index.store().write(|view| resume::store(view, &key, checkpoint))?;
     }
-    Ok(FileReport {
-        path: path.to_path_buf(),
-        status: FileStatus::Imported,
-        reason: None,
-        error_kind: None,
-        format,
-        read_from: read.checkpoint.as_ref().map(|_| read.offset as u64),
-        sessions,
-        new_turns,
-        existing_turns,
-        skipped,
-        tool_outputs: outputs.stored,
-        tool_outputs_failed: outputs.failed.len() as u64,
-        failed_tool_outputs: outputs.failed,
-    })
+    let read_from = read.checkpoint.as_ref().map(|_| read.offset as u64);
+    Ok(FileReport::imported(path, format, read_from, sessions, skipped, outputs))
 }
 
 /// Groups conversations into sessions and finds, for each, the turns the index lacks.

@@ -8,7 +8,7 @@
 
 use super::batch::{Destination, Writer};
 use super::plan::Continuation;
-use super::{FileReport, FileStatus, ImportOptions, SessionReport};
+use super::{FileReport, ImportOptions, SessionReport};
 use crate::error::Result;
 use crate::import::lines::{LineBlocks, ParsedLines, Positions};
 use crate::import::tool_evidence::{self, StoredToolOutputs, ToolOutput};
@@ -131,7 +131,6 @@ pub(super) fn import(
     };
 
     let mut sessions = Vec::new();
-    let (mut new_turns, mut existing_turns) = (0, 0);
     for (plan, existing) in plans.iter().zip(existing) {
         let new = (plan.seen() - existing) as u64;
         sessions.push(SessionReport {
@@ -141,25 +140,9 @@ pub(super) fn import(
             held_back: 0,
             held_back_request: None,
         });
-        new_turns += new;
-        existing_turns += existing as u64;
         plan.advance(offsets);
     }
-    Ok(FileReport {
-        path: path.to_path_buf(),
-        status: FileStatus::Imported,
-        reason: None,
-        error_kind: None,
-        format: Format::Jsonl,
-        read_from: None,
-        sessions,
-        new_turns,
-        existing_turns,
-        skipped,
-        tool_outputs: outputs.stored,
-        tool_outputs_failed: outputs.failed.len() as u64,
-        failed_tool_outputs: outputs.failed,
-    })
+    Ok(FileReport::imported(path, Format::Jsonl, None, sessions, skipped, outputs))
 }
 
 /// Tool results stored per transaction by pass 3: memory bounded by a chunk of them.
