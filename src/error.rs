@@ -56,8 +56,8 @@ pub enum Error {
     #[error("{0}")]
     BadRef(String),
     /// Evidence that cannot be stored, found or read.
-    #[error("{0}")]
-    Evidence(String),
+    #[error(transparent)]
+    Evidence(#[from] crate::evidence::error::EvidenceError),
     /// An evidence document whose file no longer has the bytes it was indexed with.
     #[error("{0}")]
     EvidenceChanged(String),
@@ -128,7 +128,7 @@ impl From<crate::evidence::root::RootError> for Error {
             crate::evidence::root::RootError::TooLarge { .. } => {
                 Error::InvalidInput { what: "evidence document", reason: e.to_string() }
             }
-            _ => Error::Evidence(e.to_string()),
+            other => Error::Evidence(crate::evidence::error::EvidenceError::Root(other)),
         }
     }
 }

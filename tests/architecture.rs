@@ -42,7 +42,7 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// The pure part of `evidence/` (refs, specs, projections, the root's file access): no index.
-const EVIDENCE_PURE: &[&str] = &["anchors", "pointer", "projection", "reference", "root", "spec"];
+const EVIDENCE_PURE: &[&str] = &["anchors", "error", "pointer", "projection", "reference", "root", "spec"];
 
 /// Modules public only with the `internals` feature (`lib.rs`).
 const INTERNAL_MODULES: &[&str] = &["anchor", "gate", "query", "store", "text"];

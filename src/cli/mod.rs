@@ -278,7 +278,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Err(err) => anyhow::Error::from(err),
     };
     if let Some(inner) = err.downcast_mut::<ctxgate::Error>() {
-        let taken = std::mem::replace(inner, ctxgate::Error::Evidence(String::new()));
+        let placeholder = ctxgate::Error::Internal { message: String::new(), location: String::new() };
+        let taken = std::mem::replace(inner, placeholder);
         *inner = ctxgate::name_damaged_file(taken, &db);
     }
     Err(err)

@@ -8,6 +8,7 @@
 //! over the tables of `store::evidence`). The evidence a query selects is `query::evidence_recall`.
 
 mod anchors;
+pub(crate) mod error;
 pub mod pointer;
 mod projection;
 pub(crate) mod reference;
@@ -16,6 +17,7 @@ pub(crate) mod spec;
 pub(crate) mod storage;
 
 pub use anchors::{MAX_INDEXED_BYTES, indexed_text};
+pub use error::EvidenceError;
 pub use projection::{
     Blocked, DEFAULT_FACT_BYTES, DEFAULT_HEAD_LINES, Document, MAX_HEAD_BYTES, Omitted, Projection,
     SMALL_VALUE_BYTES, Unknown, choose_kind, project, whole_if_no_longer,

@@ -7,6 +7,7 @@
 
 use crate::anchor;
 use crate::error::{Error, Result};
+use crate::evidence::EvidenceError;
 use crate::evidence::{self, Document, EvidenceRef, EvidenceRoot, Projection, RootError, Spec, WalkedFile};
 use crate::index::Index;
 use crate::store::evidence::{EvidenceMeta, EvidenceRecord};
@@ -92,10 +93,7 @@ pub(crate) fn root_for(index: &Index, meta: &EvidenceMeta, requested: Option<&Pa
         && Path::new(recorded) != root
         && meta.documents > 0
     {
-        return Err(Error::Evidence(format!(
-            "the index's evidence is under {recorded}, not {}: use that root, or `ctxgate evidence forget` what is indexed first",
-            root.display()
-        )));
+        return Err(EvidenceError::OtherRoot { recorded: recorded.clone(), requested: root }.into());
     }
     Ok(root)
 }
@@ -130,7 +128,7 @@ pub(crate) fn index_evidence(
 ) -> Result<EvidenceIndexReport> {
     index.check_writable()?;
     if !dir.is_dir() {
-        return Err(Error::Evidence(format!("{}: not a directory", dir.display())));
+        return Err(EvidenceError::NotADirectory { path: dir.to_path_buf() }.into());
     }
     let view = index.store().read()?;
     let root = root_for(index, &view.evidence_meta()?, Some(dir))?;
@@ -214,15 +212,14 @@ pub(crate) fn read_evidence(index: &Index, reference: &str, pointer: Option<&str
     let bytes = read_file(index, &reference)?;
     let Some(pointer) = pointer else { return Ok(bytes) };
     let Document::Json(value) = Document::parse(&bytes) else {
-        return Err(Error::Evidence(format!(
-            "{reference} is not a JSON document: read it without --pointer"
-        )));
+        return Err(EvidenceError::NotJson { reference: reference.to_string() }.into());
     };
-    evidence::pointer::segments(pointer).map_err(Error::Evidence)?;
-    let part = value
-        .pointer(pointer)
-        .ok_or_else(|| Error::Evidence(format!("{reference} has nothing at pointer {pointer:?}")))?;
-    let mut out = serde_json::to_vec_pretty(part).map_err(|e| Error::Evidence(e.to_string()))?;
+    evidence::pointer::segments(pointer).map_err(EvidenceError::BadPointer)?;
+    let part = value.pointer(pointer).ok_or_else(|| EvidenceError::NothingAtPointer {
+        reference: reference.to_string(),
+        pointer: pointer.into(),
+    })?;
+    let mut out = serde_json::to_vec_pretty(part).map_err(EvidenceError::Json)?;
     out.push(b'\n');
     Ok(out)
 }
@@ -239,7 +236,7 @@ pub(crate) fn project_evidence(
     let kind = options
         .kind
         .or_else(|| stored_kind.as_deref().filter(|k| options.spec.is_some_and(|s| s.kind(k).is_some())));
-    evidence::project(&reference, &Document::parse(&bytes), options.spec, kind).map_err(Error::Evidence)
+    evidence::project(&reference, &Document::parse(&bytes), options.spec, kind).map_err(|e| EvidenceError::Projection(e).into())
 }
 
 /// [`crate::Gatekeeper::list_evidence`].
@@ -455,8 +452,8 @@ pub(crate) fn prepare(
 ) -> Result<(Projection, EvidenceRecord)> {
     let doc = Document::parse(bytes);
     let projection =
-        evidence::project(reference, &doc, options.spec, options.kind).map_err(Error::Evidence)?;
-    let compact = serde_json::to_string(&projection).map_err(|e| Error::Evidence(e.to_string()))?;
+        evidence::project(reference, &doc, options.spec, options.kind).map_err(EvidenceError::Projection)?;
+    let compact = serde_json::to_string(&projection).map_err(EvidenceError::Json)?;
     let estimator = index.estimator();
     let full_tokens = match &doc {
         Document::Text(text) => estimator.estimate(text),
@@ -488,7 +485,7 @@ fn session_names<S: Source>(view: &View<S>) -> Result<BTreeMap<u32, String>> {
 fn absolute(path: &Path) -> Result<PathBuf> {
     path.canonicalize()
         .or_else(|_| std::path::absolute(path))
-        .map_err(|e| Error::Evidence(format!("{}: {e}", path.display())))
+        .map_err(|source| EvidenceError::Path { path: path.to_path_buf(), source }.into())
 }
 
 #[cfg(test)]
