@@ -282,7 +282,7 @@ where
             label_saving: time_tokens.saturating_sub(same_time_tokens),
         });
         // `fill` may hand the turn over whole: keep its text rather than read it again.
-        let whole = fill.then(|| (turn.user, turn.assistant));
+        let whole = fill.then_some((turn.user, turn.assistant));
         pruned.push((candidate, block, turn.time, whole));
     }
     if !switch {
