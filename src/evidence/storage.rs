@@ -236,7 +236,8 @@ pub(crate) fn project_evidence(
     let kind = options
         .kind
         .or_else(|| stored_kind.as_deref().filter(|k| options.spec.is_some_and(|s| s.kind(k).is_some())));
-    evidence::project(&reference, &Document::parse(&bytes), options.spec, kind).map_err(|e| EvidenceError::Projection(e).into())
+    evidence::project(&reference, &Document::parse(&bytes), options.spec, kind)
+        .map_err(|e| EvidenceError::Projection(e).into())
 }
 
 /// [`crate::Gatekeeper::list_evidence`].

@@ -237,7 +237,7 @@ pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
 
 /// Most bytes read to detect a file's format: a first record longer than this (a line of
 /// base64 images, a huge first conversation) is not detected, and `--format` is needed.
-pub const DETECT_MAX_BYTES: usize = 64 << 20;
+pub(crate) const DETECT_MAX_BYTES: usize = 64 << 20;
 
 /// Detects a file's format, reading as much of it as its first record needs (up to
 /// [`DETECT_MAX_BYTES`]): a first line of several MiB is read whole, a small file once.

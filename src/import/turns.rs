@@ -114,13 +114,13 @@ pub struct ParsedFile {
     pub skipped: Vec<Skipped>,
     /// For a live agent log of one conversation: where a later read may start instead of at
     /// the file's start (`crate::write::resume`).
-    pub live: Option<LiveLog>,
+    pub(crate) live: Option<LiveLog>,
 }
 
 /// Where the turns of a live agent log (one conversation) begin in its text, and what a read
 /// that starts at one of them must know of the records before it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LiveLog {
+pub(crate) struct LiveLog {
     /// For each turn of the conversation, the byte offset of the record that began it.
     pub starts: Vec<usize>,
     /// What the parse of the records before a start decided for the records after it.
@@ -133,7 +133,7 @@ pub struct LiveLog {
 
 /// What a parse knew from the start of a live log, kept with a resume point.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct Carry {
+pub(crate) struct Carry {
     /// The conversation's key.
     pub key: String,
     /// Claude Code: the session's record tree could be followed (else it is read in file
@@ -147,7 +147,7 @@ pub const FAILED_MARK: &str = " (failed)";
 
 /// Builds turns from messages fed in log order.
 #[derive(Debug, Default)]
-pub struct TurnBuilder {
+pub(crate) struct TurnBuilder {
     turns: Vec<ParsedTurn>,
     current: Option<ParsedTurn>,
     /// For each tool of each turn (`turns`, then `current`), where its `[tool: NAME]` mention
@@ -164,7 +164,7 @@ pub struct TurnBuilder {
 
 /// A builder's turns with where each began and how many results matched no call.
 #[derive(Debug, Default)]
-pub struct BuiltTurns {
+pub(crate) struct BuiltTurns {
     /// The turns, in order.
     pub turns: Vec<ParsedTurn>,
     /// For each turn, the byte offset (as given to [`TurnBuilder::at`]) of the earliest record
