@@ -240,7 +240,7 @@ pub fn detect(path: &Path, text: &str) -> Result<Format, Error> {
 pub(crate) const DETECT_MAX_BYTES: usize = 64 << 20;
 
 /// Detects a file's format, reading as much of it as its first record needs (up to
-/// [`DETECT_MAX_BYTES`]): a first line of several MiB is read whole, a small file once.
+/// 64 MiB): a first line of several MiB is read whole, a small file once.
 pub fn detect_file(path: &Path) -> Result<Format, Error> {
     detect_file_past(path, false)
 }
