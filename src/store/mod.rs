@@ -51,6 +51,7 @@
 //! [`Error::ReadOnly`]. A read-write open and a write transaction wait for another process's
 //! write transaction up to the busy timeout, then fail [`Error::Busy`].
 
+mod client_values;
 mod cursor;
 mod damage;
 mod error;
