@@ -21,6 +21,7 @@ mod serve;
 mod sessions;
 mod show;
 mod stats;
+mod sync;
 mod verify;
 
 use anyhow::Context;
@@ -148,6 +149,9 @@ enum Command {
     Evidence(evidence::Args),
     /// Agent hooks: run as Claude Code's or Codex's hook, install or uninstall them
     Hook(hook::Args),
+    /// Share spaces of the index with other machines and a team through PostgreSQL: push and
+    /// pull turns, forget what was forgotten (`sync init` creates the tables)
+    Sync(sync::Args),
 }
 
 /// Options every command shares.
@@ -200,6 +204,7 @@ fn access(command: &Command) -> Access {
         Command::Compact | Command::Rebuild | Command::Redact => Access::Write,
         Command::Forget(args) => forget::access(args),
         Command::Evidence(args) => evidence::access(args),
+        Command::Sync(args) => sync::access(args),
     }
 }
 
@@ -329,6 +334,7 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(global, &args),
         Command::Evidence(args) => evidence::run(global, &args),
         Command::Hook(args) => hook::run(global, args),
+        Command::Sync(args) => sync::run(global, &args),
     }
 }
 
