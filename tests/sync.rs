@@ -392,6 +392,58 @@ fn concurrent_syncs_lose_nothing_and_pullers_miss_no_change() -> TestResult {
     Ok(())
 }
 
+#[test]
+fn a_puller_never_skips_a_change_committed_after_a_later_numbered_one() -> TestResult {
+    let Some(server) = Server::start() else { return Ok(()) };
+    init(&server)?;
+    let (pusher, puller) = (Machine::new()?, Machine::new()?);
+    for m in [&pusher, &puller] {
+        m.run(&server, &["sync", "share", "--space", "s", "--all"])?.ok()?;
+    }
+    common::run_at(
+        &pusher.db,
+        ["add", "--session", "quick", "--user", "kafka offset", "--assistant", "commit it"],
+    )?
+    .ok()?;
+    // A slow push of another machine: it took its change number and has not committed yet.
+    let mut slow = server.admin();
+    let mut slow = slow.transaction()?;
+    slow.execute("SELECT pg_advisory_xact_lock(hashtext('s'))", &[])?;
+    let seq: i64 = slow.query_one("SELECT nextval('ctxgate_changes')", &[])?.get(0);
+    let digest = ctxgate::sync::next_digest(ctxgate::sync::SEED, "redis lock", "SET NX PX") as i64;
+    slow.execute(
+        "INSERT INTO ctxgate_turns (space, session, turn_index, digest, user_text, assistant_text, seq) \
+         VALUES ('s', 'slow', 0, $1, 'redis lock', 'SET NX PX', $2)",
+        &[&digest, &seq],
+    )?;
+    slow.execute(
+        "INSERT INTO ctxgate_sessions (space, session, turns, digest, seq) VALUES ('s', 'slow', 1, $1, $2)",
+        &[&digest, &seq],
+    )?;
+    // A quick push meanwhile: it must wait for the slow one, else its later number commits first.
+    let mut quick =
+        pusher.command(&server, ADMIN, ADMIN_PASSWORD, &["-q", "sync"]).stdout(Stdio::null()).spawn()?;
+    let mut watch = server.admin();
+    let start = Instant::now();
+    loop {
+        let waiting: i64 = watch
+            .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])?
+            .get(0);
+        if waiting > 0 || quick.try_wait()?.is_some() || start.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A pull now sees neither or only what is safe to pass.
+    puller.run(&server, &["-q", "sync"])?.ok()?;
+    slow.commit()?;
+    assert!(quick.wait()?.success());
+    puller.sync(&server)?;
+    let names: Vec<String> = puller.sessions()?.into_iter().map(|s| s.0).collect();
+    assert_eq!(names, ["quick", "slow"], "the puller's cursor passed a change committed after it");
+    Ok(())
+}
+
 /// A long push, started in the background.
 fn big_machine(server: &Server, sessions: usize, turns: usize) -> TestResult<Machine> {
     let m = Machine::new()?;

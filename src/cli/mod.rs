@@ -42,7 +42,7 @@ Exit codes:
   5  the index file is damaged (a flipped bit, a cut file): `ctxgate rebuild` derives a new
      one from the turns it still holds, else restore it from a backup
   6  no index at the path (error kind `unknown_index`): only `add`, `import`, `evidence put`,
-     `evidence index` and `serve` create one; check --db, or create it with one of them
+     `evidence index`, `serve` and `sync` create one; check --db, or create it with one of them
   7  an import read every file but some failed (each listed with its error, nothing of it
      written); the other files are imported. Files of a directory that are not logs, and
      links out of it, are skipped (listed), not failures
