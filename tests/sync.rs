@@ -585,3 +585,20 @@ fn the_remote_url_and_its_password_are_never_stored_or_printed() -> TestResult {
     assert!(!String::from_utf8_lossy(&help.stdout).contains(ADMIN_PASSWORD));
     Ok(())
 }
+
+#[test]
+fn rebuild_and_redact_keep_the_shared_spaces_and_pending_tombstones() -> TestResult {
+    let a = Machine::new()?;
+    common::run_at(&a.db, ["add", "--session", "x", "--user", "redis lock", "--assistant", "SET NX"])?
+        .ok()?;
+    common::run_at(&a.db, ["add", "--session", "y", "--user", "kafka", "--assistant", "offsets"])?.ok()?;
+    common::run_at(&a.db, ["sync", "share", "--space", "s", "--all"])?.ok()?;
+    common::run_at(&a.db, ["forget", "--session", "y"])?.ok()?;
+    for job in ["rebuild", "redact"] {
+        common::run_at(&a.db, [job])?.ok()?;
+        let status: Value = common::run_at(&a.db, ["--json", "sync", "status"])?.ok()?.json()?;
+        assert!(status["spaces"]["s"].is_object(), "{job}: {status}");
+        assert_eq!(status["tombstones"][0]["session"], "y", "{job}: {status}");
+    }
+    Ok(())
+}

@@ -7,13 +7,14 @@ use super::error::Error;
 use super::view::{Source, View, WriteSource};
 use redb::ReadableTable;
 
-const PREFIX: &str = "client/";
+pub(super) const PREFIX: &str = "client/";
 
 impl<S: Source> View<S> {
     /// The value a client stored under `key`.
     pub fn client_value(&self, key: &str) -> Result<Option<Vec<u8>>, Error> {
         Ok(self.tables.meta.get(format!("{PREFIX}{key}").as_str())?.map(|v| v.value().to_vec()))
     }
+
 }
 
 impl View<WriteSource<'_>> {
