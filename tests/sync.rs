@@ -602,3 +602,61 @@ fn rebuild_and_redact_keep_the_shared_spaces_and_pending_tombstones() -> TestRes
     }
     Ok(())
 }
+
+#[test]
+fn a_hook_stop_event_pushes_in_the_background() -> TestResult {
+    use std::io::Write;
+    let Some(server) = Server::start() else { return Ok(()) };
+    init(&server)?;
+    let a = Machine::new()?;
+    let cwd = "/home/ann/repo";
+    a.run(&server, &["sync", "share", "--space", "repo", "--project", cwd])?.ok()?;
+    // A Claude Code transcript of one turn, as tests/hooks.rs writes them.
+    let transcript = a.path("s1.jsonl");
+    let mut lines = String::new();
+    for (n, (role, message)) in [
+        ("user", serde_json::json!({ "role": "user", "content": "how do I expire a redis lock?" })),
+        ("assistant", serde_json::json!({
+            "id": "msg_00000002", "type": "message", "role": "assistant", "model": "claude-sonnet-4-20250514",
+            "content": [{ "type": "text", "text": "SET key value NX PX 30000" }], "stop_reason": null,
+            "stop_sequence": null, "usage": { "input_tokens": 4, "output_tokens": 7 }
+        })),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let n = n + 1;
+        let line = serde_json::json!({
+            "parentUuid": if n == 1 { Value::Null } else { serde_json::json!(format!("00000000-0000-4000-8000-{:012}", n - 1)) },
+            "isSidechain": false, "userType": "external", "cwd": cwd, "sessionId": "s1", "version": "1.0.83",
+            "gitBranch": "main", "type": role, "uuid": format!("00000000-0000-4000-8000-{n:012}"),
+            "timestamp": format!("2025-06-14T09:00:{n:02}.000Z"), "message": message,
+        });
+        lines.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(&transcript, lines)?;
+    let event = serde_json::json!({
+        "session_id": "s1", "transcript_path": transcript, "cwd": cwd, "hook_event_name": "Stop",
+        "permission_mode": "default", "stop_hook_active": false,
+    });
+    let mut child = a
+        .command(&server, ADMIN, ADMIN_PASSWORD, &["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    child.stdin.take().ok_or("stdin")?.write_all(event.to_string().as_bytes())?;
+    let output = child.wait_with_output()?;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let start = Instant::now();
+    while remote_counts(&server, "repo")?.1 == 0 && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut client = server.admin();
+    let row = client.query_one("SELECT session, user_text FROM ctxgate_turns WHERE space = 'repo'", &[])?;
+    assert_eq!(
+        (row.get::<_, String>(0), row.get::<_, String>(1)),
+        ("s1".into(), "how do I expire a redis lock?".into())
+    );
+    Ok(())
+}

@@ -42,6 +42,13 @@ struct RunArgs {
     /// Push even though the index holds text written without secret redaction (--no-redact)
     #[arg(long)]
     allow_unredacted: bool,
+    /// Do nothing, successfully, when no space is shared (for hooks and timers)
+    #[arg(long)]
+    if_shared: bool,
+    /// Stop after this many seconds, exiting 1: what was committed stays consistent and the
+    /// next sync completes it
+    #[arg(long, value_name = "SECS")]
+    max_seconds: Option<f64>,
 }
 
 #[derive(clap::Subcommand)]
@@ -173,6 +180,24 @@ fn project_dir(dir: &std::path::Path) -> anyhow::Result<String> {
 }
 
 fn run_sync(global: &Global, args: &RunArgs) -> anyhow::Result<()> {
+    if let Some(seconds) = args.max_seconds {
+        let limit = std::time::Duration::try_from_secs_f64(seconds)
+            .map_err(|_| anyhow::anyhow!("--max-seconds must be a number of seconds"))?;
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            log::error!("sync stopped after --max-seconds {seconds}: run it again to complete it");
+            std::process::exit(1);
+        });
+    }
+    if args.if_shared {
+        let shared = match ctxgate::Gatekeeper::open_read_only(&global.db, ctxgate::Options::default()) {
+            Ok(gk) => !sync::state::load(&gk).map_err(into_anyhow)?.spaces.is_empty(),
+            Err(_) => false,
+        };
+        if !shared {
+            return Ok(());
+        }
+    }
     let url = args.remote.url()?;
     let gk = global.open(None, None)?;
     let options = SyncOptions { spaces: args.space.clone(), allow_unredacted: args.allow_unredacted };

@@ -278,12 +278,35 @@ pub fn sync(gatekeeper: &Gatekeeper, url: &str, options: &SyncOptions) -> Result
     Ok(report)
 }
 
-/// A local session's turns, read for a push or a digest.
+/// A local session's turns from `first` on, read for a push or a digest.
 struct LocalTurns {
+    first: u32,
+    /// Turns `first..`.
     lines: Vec<CanonicalLine>,
-    /// `digests[i]`: the digest of the first `i` turns (`digests[0]` is [`SEED`]).
+    /// `digests[i]`: the digest of the first `first + i` turns.
     digests: Vec<u64>,
 }
+
+impl LocalTurns {
+    /// The digest of the first `turns` turns (`turns` from `first` on).
+    fn digest_at(&self, turns: u32) -> u64 {
+        self.digests[(turns - self.first) as usize]
+    }
+
+    /// Turns `from..`.
+    fn lines_from(&self, from: u32) -> &[CanonicalLine] {
+        &self.lines[(from - self.first) as usize..]
+    }
+
+    /// The session's turn count.
+    fn end(&self) -> u32 {
+        self.first + self.lines.len() as u32
+    }
+}
+
+/// Most new turns read one by one after a session's recorded state, instead of walking the
+/// session from its start.
+const TAIL_TURNS: u32 = 256;
 
 /// A session to pull: the remote has more turns than the local one, which it starts with.
 struct ToPull {
@@ -457,9 +480,12 @@ impl SpaceSync<'_> {
             }
             if m == *n {
                 let synced = Synced { turns: m, digest: local_digest };
-                self.save(|s| {
-                    s.synced.insert(id.clone(), synced);
-                })?;
+                // Most such rows are this machine's own pushes coming back: nothing to write.
+                if space.synced.get(id) != Some(&synced) {
+                    self.save(|s| {
+                        s.synced.insert(id.clone(), synced);
+                    })?;
+                }
                 continue;
             }
             queue.push(ToPull { id: id.clone(), local: name });
@@ -483,7 +509,7 @@ impl SpaceSync<'_> {
         }
         match space.synced.get(id) {
             Some(synced) if synced.turns == turns => Ok(synced.digest),
-            _ => Ok(read_local(self.gatekeeper, name, Some(turns))?.digests[turns as usize]),
+            _ => Ok(read_local(self.gatekeeper, name, Some(turns))?.digest_at(turns)),
         }
     }
 
@@ -630,8 +656,16 @@ impl SpaceSync<'_> {
                 behind.push((id, n, remote_digest));
                 continue;
             }
-            let turns = read_local(self.gatekeeper, &name, None)?;
-            if turns.digests[n as usize] != remote_digest {
+            // The remote holds what this machine last synced: only the turns after it are read.
+            let tail = space
+                .synced
+                .get(&id)
+                .filter(|s| (s.turns, s.digest) == (n, remote_digest) && m - n <= TAIL_TURNS);
+            let turns = match tail {
+                Some(synced) => read_tail(self.gatekeeper, &name, *synced, m)?,
+                None => read_local(self.gatekeeper, &name, None)?,
+            };
+            if turns.digest_at(n) != remote_digest {
                 self.refuse(&name, format!("conflict: the first {n} turns differ here and on the remote"));
                 continue;
             }
@@ -642,7 +676,7 @@ impl SpaceSync<'_> {
                 })?;
                 continue;
             }
-            if let Some(turn) = turns.lines[n as usize..].iter().position(has_nul) {
+            if let Some(turn) = turns.lines_from(n).iter().position(has_nul) {
                 self.refuse(
                     &name,
                     format!(
@@ -695,8 +729,8 @@ impl SpaceSync<'_> {
         let mut already: Vec<(String, Synced)> = Vec::new();
         let mut changed_meanwhile = Vec::new();
         for push in &queue {
-            let m = push.turns.lines.len() as u32;
-            let final_state = (m, push.turns.digests[m as usize]);
+            let m = push.turns.end();
+            let final_state = (m, push.turns.digest_at(m));
             let now = current.get(&push.id).copied().unwrap_or((0, SEED));
             if tombstoned.contains(&push.id) || (now != push.expected && now != final_state) {
                 changed_meanwhile.push(push.local.clone());
@@ -707,15 +741,15 @@ impl SpaceSync<'_> {
                 already.push((push.id.clone(), synced));
                 continue;
             }
-            let from = push.expected.0 as usize;
-            for (offset, line) in push.turns.lines[from..].iter().enumerate() {
-                let index = from + offset;
-                columns.push(&push.id, index as i32, push.turns.digests[index + 1], line);
+            let from = push.expected.0;
+            for (offset, line) in push.turns.lines_from(from).iter().enumerate() {
+                let index = from + offset as u32;
+                columns.push(&push.id, index as i32, push.turns.digest_at(index + 1), line);
             }
             columns.sessions.push(push.id.clone());
             columns.session_turns.push(final_state.0 as i32);
             columns.session_digests.push(final_state.1 as i64);
-            self.report.pushed_turns += (m as usize - from) as u64;
+            self.report.pushed_turns += u64::from(m - from);
             applied.push((push.id.clone(), synced));
         }
         if !applied.is_empty() {
@@ -801,7 +835,7 @@ fn has_nul(line: &CanonicalLine) -> bool {
 /// The first `limit` turns (all with `None`) of local session `name`, with their digests.
 fn read_local(gatekeeper: &Gatekeeper, name: &str, limit: Option<TurnId>) -> Result<LocalTurns, SyncError> {
     let session = gatekeeper.session(name)?;
-    let mut turns = LocalTurns { lines: Vec::new(), digests: vec![SEED] };
+    let mut turns = LocalTurns { first: 0, lines: Vec::new(), digests: vec![SEED] };
     let limit = limit.unwrap_or(TurnId::MAX);
     let walked = session.for_each_turn(|turn| {
         if turn.turn_id >= limit {
@@ -816,4 +850,23 @@ fn read_local(gatekeeper: &Gatekeeper, name: &str, limit: Option<TurnId>) -> Res
         Err(crate::Error::InvalidInput { what: "sync", .. }) | Ok(()) => Ok(turns),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Turns `synced.turns..end` of local session `name`, read one at a time, their digests
+/// continuing from `synced.digest`.
+fn read_tail(
+    gatekeeper: &Gatekeeper,
+    name: &str,
+    synced: Synced,
+    end: TurnId,
+) -> Result<LocalTurns, SyncError> {
+    let session = gatekeeper.session(name)?;
+    let mut turns = LocalTurns { first: synced.turns, lines: Vec::new(), digests: vec![synced.digest] };
+    for turn_id in synced.turns..end {
+        let Some(turn) = session.turn(turn_id)? else { break };
+        let last = *turns.digests.last().unwrap_or(&SEED);
+        turns.digests.push(next_digest(last, &turn.user, &turn.assistant));
+        turns.lines.push(turn.to_canonical(name));
+    }
+    Ok(turns)
 }
