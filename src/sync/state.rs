@@ -39,7 +39,7 @@ pub struct Space {
 pub struct Synced {
     /// Turns.
     pub turns: u32,
-    /// Digest of those turns ([`super::digest`]).
+    /// Digest of those turns ([`super::next_digest`]).
     pub digest: u64,
 }
 
