@@ -660,3 +660,24 @@ fn a_hook_stop_event_pushes_in_the_background() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn a_tampered_remote_turn_is_refused_and_the_turns_before_it_are_pulled() -> TestResult {
+    let Some(server) = Server::start() else { return Ok(()) };
+    init(&server)?;
+    let (a, b) = (Machine::new()?, Machine::new()?);
+    let log = a.path("log.jsonl");
+    write_log(&log, "t", 1, 5, 2)?;
+    common::run_at(&a.db, ["import", log.to_str().ok_or("path")?])?.ok()?;
+    for m in [&a, &b] {
+        m.run(&server, &["sync", "share", "--space", "s", "--all"])?.ok()?;
+    }
+    a.sync(&server)?;
+    server.admin().execute("UPDATE ctxgate_turns SET user_text = 'changed behind ctxgate' WHERE turn_index = 3", &[])?;
+    let report = b.sync(&server)?;
+    let refused = &report["spaces"][0]["refused"][0];
+    assert_eq!(refused["session"], "t0", "{report}");
+    assert!(refused["reason"].as_str().unwrap_or("").contains("turn 3 does not chain"), "{report}");
+    assert_eq!(b.sessions()?, vec![("t0".to_string(), 3)]);
+    Ok(())
+}

@@ -538,24 +538,26 @@ impl SpaceSync<'_> {
         let mut out = std::io::BufWriter::new(file.as_file_mut());
         // Per session: turns written and the digest after them, checked against each row's.
         let mut written: BTreeMap<&str, (u32, u64)> = BTreeMap::new();
-        let mut damaged: Vec<String> = Vec::new();
+        // Sessions whose rows stop chaining, and where: the turns before are pulled.
+        let mut damaged: Vec<(String, u32)> = Vec::new();
         for row in &rows {
             let id: &str = row.get(0);
             let index: i32 = row.get(1);
+            let Some(&local) = locals.get(id) else { continue };
             let (count, digest) = written.entry(id).or_insert((0, SEED));
-            if damaged.iter().any(|d| d == id) {
+            if damaged.iter().any(|(d, _)| d == id) {
                 continue;
             }
             let user: String = row.get(3);
             let assistant: String = row.get(4);
             let next = next_digest(*digest, &user, &assistant);
             if index != *count as i32 || next != row.get::<_, i64>(2) as u64 {
-                damaged.push(id.to_string());
+                damaged.push((id.to_string(), *count));
                 continue;
             }
             let tools: String = row.get(6);
             let line = CanonicalLine {
-                session: locals[id].to_string(),
+                session: local.to_string(),
                 turn: Some(u64::from(*count)),
                 user,
                 assistant,
@@ -569,12 +571,12 @@ impl SpaceSync<'_> {
         }
         out.flush()?;
         drop(out);
-        for id in &damaged {
-            let name = locals[id.as_str()];
-            self.refuse(
-                name,
-                "the remote's turns do not chain (a turn's digest is wrong): left alone".into(),
+        for (id, turn) in &damaged {
+            let name = locals.get(id.as_str()).copied().unwrap_or(id.as_str());
+            let reason = format!(
+                "the remote's turn {turn} does not chain to the ones before (its digest is wrong): only the turns before it were pulled"
             );
+            self.refuse(name, reason);
             written.remove(id.as_str());
         }
         let options = ImportOptions { format: Format::Jsonl, evidence: false, ..ImportOptions::default() };
@@ -588,9 +590,7 @@ impl SpaceSync<'_> {
             }
             Err(e) => return Err(e.into()),
         };
-        if let Some(failed) =
-            report.files.iter().find(|f| f.reason.is_some() && f.new_turns == 0 && f.existing_turns == 0)
-        {
+        if let Some(failed) = report.files.iter().find(|f| f.status == crate::FileStatus::Failed) {
             return Err(SyncError::Config(format!(
                 "the pulled turns could not be imported: {}",
                 failed.reason.as_deref().unwrap_or("unknown")
