@@ -673,7 +673,9 @@ fn a_tampered_remote_turn_is_refused_and_the_turns_before_it_are_pulled() -> Tes
         m.run(&server, &["sync", "share", "--space", "s", "--all"])?.ok()?;
     }
     a.sync(&server)?;
-    server.admin().execute("UPDATE ctxgate_turns SET user_text = 'changed behind ctxgate' WHERE turn_index = 3", &[])?;
+    server
+        .admin()
+        .execute("UPDATE ctxgate_turns SET user_text = 'changed behind ctxgate' WHERE turn_index = 3", &[])?;
     let report = b.sync(&server)?;
     let refused = &report["spaces"][0]["refused"][0];
     assert_eq!(refused["session"], "t0", "{report}");
