@@ -65,7 +65,7 @@ fn main() -> Result<()> {
     let a = open("a.redb")?;
     let started = Instant::now();
     let options = ImportOptions { format: Format::Jsonl, ..ImportOptions::default() };
-    let imported = a.import(&[log.clone()], &options)?;
+    let imported = a.import(std::slice::from_ref(&log), &options)?;
     let import_secs = started.elapsed().as_secs_f64();
     println!(
         "import   {:>7} turns  {:>8.2} s  {:>8.0} turns/s",
