@@ -278,6 +278,14 @@ fn forget_travels_to_the_remote_and_the_other_machines() -> TestResult {
     assert_eq!(totals(&report).2, 1, "{report}");
     assert_eq!(remote_counts(&server, "s")?, (2, 8, true));
     assert_eq!(c.sessions()?.len(), 2);
+    // `--before` too: f0 ended on 2026-01-01, f2 on 2026-01-03.
+    a.run(&server, &["forget", "--before", "2026-01-02"])?.ok()?;
+    assert_eq!(totals(&a.sync(&server)?).3, 1);
+    assert_eq!(remote_counts(&server, "s")?, (1, 4, true));
+    for m in [&b, &c] {
+        assert_eq!(totals(&m.sync(&server)?).2, 1);
+        assert_eq!(m.sessions()?.iter().map(|s| s.0.as_str()).collect::<Vec<_>>(), ["f2"]);
+    }
     Ok(())
 }
 
@@ -681,5 +689,27 @@ fn a_tampered_remote_turn_is_refused_and_the_turns_before_it_are_pulled() -> Tes
     assert_eq!(refused["session"], "t0", "{report}");
     assert!(refused["reason"].as_str().unwrap_or("").contains("turn 3 does not chain"), "{report}");
     assert_eq!(b.sessions()?, vec![("t0".to_string(), 3)]);
+    Ok(())
+}
+
+#[test]
+fn tls_is_required_unless_the_url_says_otherwise() -> TestResult {
+    let Some(server) = Server::start() else { return Ok(()) };
+    // The test server has no TLS: a URL without sslmode is refused, not sent in plain text.
+    let url = format!("postgres://{ADMIN}@127.0.0.1:{}/postgres", server.port);
+    let run = common::Run::from_output(
+        ctxgate().env("PGPASSWORD", ADMIN_PASSWORD).args(["sync", "init", "--remote", &url]).output()?,
+    );
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.stderr.contains("cannot connect"), "{}", run.stderr);
+    let mut admin = server.admin();
+    let tables: i64 =
+        admin.query_one("SELECT count(*) FROM pg_tables WHERE tablename = 'ctxgate_turns'", &[])?.get(0);
+    assert_eq!(tables, 0, "nothing was created over the refused connection");
+    let url = format!("{url}?sslmode=prefer");
+    let run = common::Run::from_output(
+        ctxgate().env("PGPASSWORD", ADMIN_PASSWORD).args(["sync", "init", "--remote", &url]).output()?,
+    );
+    run.ok()?;
     Ok(())
 }
