@@ -211,6 +211,29 @@ impl Gatekeeper {
         crate::query::search::search_hits(&view, query, limit)
     }
 
+    /// The value a client of the library stored under `key` with
+    /// [`Gatekeeper::update_client_value`]; `None` if there is none.
+    pub fn client_value(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.index.store().read()?.client_value(key)?)
+    }
+
+    /// Replaces the value under `key` with what `update` makes of the current one (`None`
+    /// removes it), in one write transaction: two processes updating the same key never lose
+    /// each other's change. A small key/value space beside the index's own records, for
+    /// clients' state that must travel with the index (`ctxgate sync`'s spaces, cursors and
+    /// tombstones); values should stay small (each is read and written whole).
+    pub fn update_client_value(
+        &self,
+        key: &str,
+        update: impl FnOnce(Option<Vec<u8>>) -> Option<Vec<u8>>,
+    ) -> Result<()> {
+        self.index.check_writable()?;
+        self.index.store().write(|view| -> Result<()> {
+            let new = update(view.client_value(key)?);
+            Ok(view.put_client_value(key, new.as_deref())?)
+        })
+    }
+
     /// Whether the index was opened read-only ([`Gatekeeper::open_read_only`]).
     pub fn is_read_only(&self) -> bool {
         self.index.store().is_read_only()

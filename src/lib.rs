@@ -31,6 +31,7 @@
 //!   their settings.
 //! - [`tokens`]: the token estimator, replaceable by a real tokenizer.
 //! - `server` (feature `server`): the MCP server.
+//! - `sync` (feature `sync`): the history shared through PostgreSQL (`ctxgate sync`).
 //!
 //! The algorithm's modules and the index (`anchor`, `gate`, `query`, `store`, `text`) are
 //! public only with the `internals` feature, for this repository's benches, tools and tests.
@@ -71,6 +72,8 @@ pub mod redact;
 #[cfg(feature = "server")]
 pub mod server;
 mod session;
+#[cfg(feature = "sync")]
+pub mod sync;
 pub mod tokens;
 mod types;
 mod write;

@@ -6,7 +6,7 @@
 //! - `postings/` uses only leaves (and its own error), `store/` only leaves and `postings/`;
 //! - `import/` uses only leaves;
 //! - `query/` never uses `write/` or `jobs/`;
-//! - `hook/` and `server/` use only the public API, and the CLI (`src/cli`, its own crate)
+//! - `hook/`, `server/` and `sync/` use only the public API, and the CLI (`src/cli`, its own crate)
 //!   none of the modules public only with the `internals` feature.
 //!
 //! Nothing below the facade uses `gatekeeper` or `session`, no import runs upward, and a circle
@@ -38,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["options", "index"],
     &["evidence", "query", "write", "jobs"],
     &["gatekeeper", "session"],
-    &["hook", "server", "fuzzing"],
+    &["hook", "server", "sync", "fuzzing"],
 ];
 
 /// The pure part of `evidence/` (refs, specs, projections, the root's file access): no index.
@@ -266,7 +266,7 @@ fn forbidden_directions_never_occur() {
         ["evidence", "hook", "import", "jobs", "limits", "redact", "tokens", "server"].into_iter().collect();
     for (component, file, firsts) in &raw {
         let outside = match component.as_str() {
-            "hook" | "server" => firsts
+            "hook" | "server" | "sync" => firsts
                 .iter()
                 .filter(|f| !public.contains(f.as_str()) && !exports.contains_key(f.as_str()))
                 .cloned()

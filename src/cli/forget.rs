@@ -29,6 +29,15 @@ pub fn access(args: &Args) -> Access {
 /// full report, the names of the sessions kept for lack of a time included.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     let gk = global.open(None, None)?;
+    if !args.dry_run {
+        // Tombstones first: a crash before the forget leaves one, which the next sync applies.
+        let doomed = match (&args.session, &args.before) {
+            (Some(name), _) => gk.forget_session_dry_run(name)?,
+            (None, Some(date)) => gk.forget_before_dry_run(date)?,
+            (None, None) => anyhow::bail!("pass --session NAME or --before DATE"),
+        };
+        ctxgate::sync::note_forgotten(&gk, &doomed.sessions).map_err(|e| anyhow::anyhow!(e.to_string()))?;
+    }
     let report = match (&args.session, &args.before, args.dry_run) {
         (Some(name), _, false) => gk.forget_session(name)?,
         (Some(name), _, true) => gk.forget_session_dry_run(name)?,

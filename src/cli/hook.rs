@@ -175,7 +175,13 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
         report(log.as_deref(), agent, None, &format!("cannot start the hook's thread: {e}"));
         return;
     }
-    match receiver.recv_timeout(deadline) {
+    let received = receiver.recv_timeout(deadline);
+    if let Ok((Some(event), Ok(_))) = &received
+        && matches!(event.as_str(), "Stop" | "SessionEnd")
+    {
+        background_sync(global, log.as_deref(), agent, event);
+    }
+    match received {
         Ok((_, Ok(None))) => {}
         Ok((Some(event), Ok(Some((context, given))))) => {
             let printed = match &context {
@@ -273,6 +279,35 @@ fn work(
     };
     let context = ctxgate::hook::handle(&gatekeeper, agent, &event, budget, &mut given)?;
     Ok(Some((context, given)))
+}
+
+/// How long a sync a hook starts may run: it is killed then (what it committed stays
+/// consistent, and the next sync completes it).
+const BACKGROUND_SYNC_SECONDS: &str = "120";
+
+/// After a turn (`Stop`, `SessionEnd`), with `CTXGATE_REMOTE` set, starts `ctxgate sync
+/// --if-shared` in the background, in its own process group: the hook returns at once, so the
+/// sync never delays the agent (docs/sync.md, "Hooks").
+fn background_sync(global: &Global, log: Option<&Path>, agent: Agent, event: &str) {
+    if std::env::var_os("CTXGATE_REMOTE").is_none_or(|v| v.is_empty()) {
+        return;
+    }
+    let spawned = std::env::current_exe().and_then(|exe| {
+        let mut command = std::process::Command::new(exe);
+        command
+            .arg("--db")
+            .arg(&global.db)
+            .args(["-q", "sync", "--if-shared", "--max-seconds", BACKGROUND_SYNC_SECONDS])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command.spawn()
+    });
+    if let Err(e) = spawned {
+        report(log, agent, Some(event), &format!("cannot start the background sync: {e}"));
+    }
 }
 
 /// Prints the context as the agent reads it ([`ctxgate::hook::output`]); nothing for an event

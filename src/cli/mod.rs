@@ -21,6 +21,7 @@ mod serve;
 mod sessions;
 mod show;
 mod stats;
+mod sync;
 mod verify;
 
 use anyhow::Context;
@@ -41,7 +42,7 @@ Exit codes:
   5  the index file is damaged (a flipped bit, a cut file): `ctxgate rebuild` derives a new
      one from the turns it still holds, else restore it from a backup
   6  no index at the path (error kind `unknown_index`): only `add`, `import`, `evidence put`,
-     `evidence index` and `serve` create one; check --db, or create it with one of them
+     `evidence index`, `serve` and `sync` create one; check --db, or create it with one of them
   7  an import read every file but some failed (each listed with its error, nothing of it
      written); the other files are imported. Files of a directory that are not logs, and
      links out of it, are skipped (listed), not failures
@@ -148,6 +149,9 @@ enum Command {
     Evidence(evidence::Args),
     /// Agent hooks: run as Claude Code's or Codex's hook, install or uninstall them
     Hook(hook::Args),
+    /// Share spaces of the index with other machines and a team through PostgreSQL: push and
+    /// pull turns, forget what was forgotten (`sync init` creates the tables)
+    Sync(sync::Args),
 }
 
 /// Options every command shares.
@@ -200,6 +204,7 @@ fn access(command: &Command) -> Access {
         Command::Compact | Command::Rebuild | Command::Redact => Access::Write,
         Command::Forget(args) => forget::access(args),
         Command::Evidence(args) => evidence::access(args),
+        Command::Sync(args) => sync::access(args),
     }
 }
 
@@ -330,6 +335,7 @@ fn dispatch(global: &Global, command: Command) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(global, &args),
         Command::Evidence(args) => evidence::run(global, &args),
         Command::Hook(args) => hook::run(global, args),
+        Command::Sync(args) => sync::run(global, &args),
     }
 }
 

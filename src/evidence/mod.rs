@@ -18,11 +18,11 @@ pub(crate) mod storage;
 
 pub use anchors::{MAX_INDEXED_BYTES, indexed_text};
 pub use error::EvidenceError;
+pub(crate) use projection::whole_if_no_longer;
 pub use projection::{
     Blocked, DEFAULT_FACT_BYTES, DEFAULT_HEAD_LINES, Document, MAX_HEAD_BYTES, Omitted, Projection, Unknown,
     project,
 };
-pub(crate) use projection::whole_if_no_longer;
 pub use reference::{EvidenceRef, MAX_REF_BYTES, RefError};
 pub use root::{EvidenceRoot, ReadDocument, RootError, WalkedFile, Written};
 pub use spec::{BlockRule, DEFAULT_SCHEMA_VERSION, KindSpec, OmitRule, Spec, SpecError, UnknownRule};

@@ -317,6 +317,16 @@ fn copy(
     if let Some(recorded) = recorded {
         new.write(|view| view.set_redaction(&recorded, None))?;
     }
+    // Clients' state (sync's spaces, cursors, tombstones not pushed yet) travels with the index.
+    let client_values = source.client_values()?;
+    if !client_values.is_empty() {
+        new.write(|view| -> Result<()> {
+            for (key, value) in &client_values {
+                view.put_client_value(key, Some(value))?;
+            }
+            Ok(())
+        })?;
+    }
     new.write(|view| -> Result<()> {
         for (old_id, record) in records {
             let (id, _) = view.create_session(&record.name)?;

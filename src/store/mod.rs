@@ -51,6 +51,7 @@
 //! [`Error::ReadOnly`]. A read-write open and a write transaction wait for another process's
 //! write transaction up to the busy timeout, then fail [`Error::Busy`].
 
+mod client_values;
 mod damage;
 // The postings subsystem under the names the store's modules use (`super::runs`, ...).
 pub(crate) use crate::postings::{codec as postings, cursor, grouped, keys, lists, norms, run_file, runs, sorted};

@@ -122,6 +122,19 @@ impl SourceIndex {
         }
     }
 
+    /// The values clients stored in the index ([`super::client_values`]), by key.
+    pub fn client_values(&self) -> Result<Vec<(String, Vec<u8>)>, Error> {
+        let txn = self.db.begin_read()?;
+        let table = txn.open_table(META)?;
+        let mut values = Vec::new();
+        for entry in table.range::<&str>(super::client_values::PREFIX..)? {
+            let (key, value) = entry?;
+            let Some(key) = key.value().strip_prefix(super::client_values::PREFIX) else { break };
+            values.push((key.to_string(), value.value().to_vec()));
+        }
+        Ok(values)
+    }
+
     /// The repaired copy read instead of the file, if it was not closed cleanly.
     pub fn repaired_copy(&self) -> Option<&Path> {
         self.repaired_copy.as_deref()
