@@ -1,4 +1,4 @@
-//! `Gatekeeper::open` and `Options`: the facade the CLI and the server use.
+//! `Gatekeeper`: the facade over one index file that the CLI, the server, the hooks and sync use.
 
 use crate::error::Result;
 use crate::evidence::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, Projection};

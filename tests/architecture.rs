@@ -95,9 +95,8 @@ fn paths_after(code: &str, prefix: &str) -> Vec<String> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue;
         }
-        if let Some(group) = rest.strip_prefix('{') {
-            let end = group.find('}').unwrap_or(group.len());
-            paths.extend(group[..end].split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()));
+        if rest.starts_with('{') {
+            paths.extend(group_paths(rest));
         } else {
             let end =
                 rest.find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':')).unwrap_or(rest.len());
@@ -105,6 +104,38 @@ fn paths_after(code: &str, prefix: &str) -> Vec<String> {
         }
     }
     paths
+}
+
+/// The paths of a `{a, b::{c, d}, e}` group at the start of `text` (`a`, `b::c`, `b::d`, `e`),
+/// read with its braces balanced.
+fn group_paths(text: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut stack = vec![String::new()]; // the prefix at each depth
+    let mut item = String::new();
+    for c in text.chars().skip(1) {
+        match c {
+            '{' => {
+                let prefix = format!("{}{}", stack.last().map_or("", String::as_str), item.trim());
+                stack.push(prefix);
+                item.clear();
+            }
+            ',' | '}' => {
+                let prefix = stack.last().map_or("", String::as_str);
+                if !item.trim().is_empty() {
+                    paths.push(format!("{prefix}{}", item.trim()));
+                }
+                item.clear();
+                if c == '}' {
+                    stack.pop();
+                    if stack.is_empty() {
+                        break;
+                    }
+                }
+            }
+            _ => item.push(c),
+        }
+    }
+    paths.into_iter().map(|p| p.split(" as ").next().unwrap_or("").trim().to_string()).collect()
 }
 
 /// What `lib.rs` re-exports at the crate root, by name, with the module each comes from.
@@ -324,4 +355,6 @@ fn the_reading_finds_grouped_and_nested_paths() {
         "use crate::{a, b::c};\nlet x = crate::d::e(); // crate::f\n#[cfg(test)]\nmod tests { crate::g }",
     );
     assert_eq!(paths_after(&code, "crate::"), vec!["a", "b::c", "d::e"]);
+    let nested = code_of("use crate::{store::{Store, View as V}, write::W};");
+    assert_eq!(paths_after(&nested, "crate::"), vec!["store::Store", "store::View", "write::W"]);
 }

@@ -36,7 +36,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
             (None, Some(date)) => gk.forget_before_dry_run(date)?,
             (None, None) => anyhow::bail!("pass --session NAME or --before DATE"),
         };
-        ctxgate::sync::note_forgotten(&gk, &doomed.sessions).map_err(|e| anyhow::anyhow!(e.to_string()))?;
+        ctxgate::sync::note_forgotten(&gk, &doomed.sessions).map_err(super::sync::into_anyhow)?;
     }
     let report = match (&args.session, &args.before, args.dry_run) {
         (Some(name), _, false) => gk.forget_session(name)?,

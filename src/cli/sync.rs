@@ -234,7 +234,7 @@ fn done(global: &Global, text: &str) -> anyhow::Result<()> {
 }
 
 /// Index errors keep their kind (and exit code); the others are messages.
-fn into_anyhow(e: SyncError) -> anyhow::Error {
+pub(super) fn into_anyhow(e: SyncError) -> anyhow::Error {
     match e {
         SyncError::Index(e) => e.into(),
         e => anyhow::anyhow!(e.to_string()),

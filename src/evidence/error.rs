@@ -45,12 +45,12 @@ pub enum EvidenceError {
     #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// A path that cannot be made absolute.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}: {cause}", .path.display())]
     Path {
         /// The path.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A file under the root that cannot be read or written.
     #[error(transparent)]

@@ -24,6 +24,6 @@ pub use projection::{
     project,
 };
 pub use reference::{EvidenceRef, MAX_REF_BYTES, RefError};
-pub use root::{EvidenceRoot, ReadDocument, RootError, WalkedFile, Written};
+pub use root::{EvidenceRoot, ReadDocument, RootError, WalkSkip, WalkedFile, Written};
 pub use spec::{BlockRule, DEFAULT_SCHEMA_VERSION, KindSpec, OmitRule, Spec, SpecError, UnknownRule};
 pub use storage::{EvidenceIndexReport, EvidenceInfo, EvidenceOptions, SkippedFile};

@@ -486,7 +486,7 @@ fn session_names<S: Source>(view: &View<S>) -> Result<BTreeMap<u32, String>> {
 fn absolute(path: &Path) -> Result<PathBuf> {
     path.canonicalize()
         .or_else(|_| std::path::absolute(path))
-        .map_err(|source| EvidenceError::Path { path: path.to_path_buf(), source }.into())
+        .map_err(|cause| EvidenceError::Path { path: path.to_path_buf(), cause }.into())
 }
 
 #[cfg(test)]

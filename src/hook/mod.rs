@@ -203,7 +203,7 @@ pub fn output(event: &str, context: &Context) -> Option<serde_json::Value> {
 }
 
 /// The project part of session names for a working directory.
-pub(crate) fn project_key(cwd: &str) -> String {
+pub fn project_key(cwd: &str) -> String {
     let cwd = cwd.trim();
     let clean = !cwd.is_empty() && !cwd.contains('#') && !cwd.chars().any(char::is_control);
     if clean && cwd.len() <= MAX_PROJECT_BYTES {
@@ -231,7 +231,7 @@ pub fn session_name(gatekeeper: &Gatekeeper, event: &Event) -> Result<String> {
 }
 
 /// The project part of a hook session's name (`None` for a session the hook did not name).
-pub(crate) fn project_of(session: &str) -> Option<&str> {
+pub fn project_of(session: &str) -> Option<&str> {
     session.rsplit_once('#').map(|(project, _)| project)
 }
 

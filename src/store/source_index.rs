@@ -79,8 +79,13 @@ impl SourceIndex {
         match repaired {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(cannot(e.to_string())),
+            Err(super::damage::Panicked::InRedb(Error::Damaged { detail, .. })) => return Err(cannot(detail)),
             Err(super::damage::Panicked::InRedb(e)) => return Err(cannot(e.to_string())),
-            Err(super::damage::Panicked::Other { message, .. }) => return Err(cannot(message)),
+            Err(super::damage::Panicked::Other { message, location }) => {
+                return Err(cannot(format!(
+                    "internal error: {message} (at {location}); this is a bug in ctxgate: please report it with the command that caused it"
+                )));
+            }
         }
         let db = redb::Database::builder()
             .set_cache_size(options.cache_bytes)

@@ -120,19 +120,89 @@ fn password_file(config: &Config) -> Option<String> {
 
 /// Whether the connection string sets `sslmode` (URL query or key=value form).
 fn mentions_sslmode(url: &str) -> bool {
-    url.to_ascii_lowercase().contains("sslmode=")
+    if let Some(rest) = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")) {
+        // Only a key of the query counts, not `sslmode=` inside a password or another value.
+        let query = rest.split_once('?').map_or("", |(_, q)| q);
+        return query
+            .split('&')
+            .any(|pair| pair.split('=').next().is_some_and(|k| k.eq_ignore_ascii_case("sslmode")));
+    }
+    key_value(url, "sslmode").is_some()
+}
+
+/// The span of `key`'s value in a `key = value` connection string (a value may be quoted, with
+/// `\'` and `\\` escaped, as libpq reads it), or `None` if no pair has that key.
+fn key_value(text: &str, key: &str) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key_start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let found = &text[key_start..i];
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes.get(i) != Some(&b'=') {
+            return None; // not a key = value string
+        }
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let value_start = i;
+        if bytes.get(i) == Some(&b'\'') {
+            i += 1;
+            while i < bytes.len() && bytes[i] != b'\'' {
+                i += if bytes[i] == b'\\' { 2 } else { 1 };
+            }
+            i = (i + 1).min(bytes.len());
+        } else {
+            while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
+                i += 1;
+            }
+        }
+        if found.eq_ignore_ascii_case(key) {
+            return Some(value_start..i);
+        }
+    }
+    None
 }
 
 /// `url` with any password replaced, for messages.
 pub fn redact_password(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://")
-        && let Some((userinfo, host)) = rest.split_once('@')
-        && let Some((user, _)) = userinfo.split_once(':')
-    {
-        return format!("{scheme}://{user}:***@{host}");
+    if let Some((scheme, rest)) = url.split_once("://") {
+        // The user information ends at the authority's last `@` (a password may hold one).
+        let (before_query, query) = match rest.split_once('?') {
+            Some((b, q)) => (b, Some(q)),
+            None => (rest, None),
+        };
+        let mut out = match before_query.rsplit_once('@') {
+            Some((userinfo, host)) => match userinfo.split_once(':') {
+                Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+                None => format!("{scheme}://{userinfo}@{host}"),
+            },
+            None => format!("{scheme}://{before_query}"),
+        };
+        if let Some(query) = query {
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            out.push('?');
+            out.push_str(&pairs.join("&"));
+        }
+        return out;
     }
-    match url.find("password=") {
-        Some(at) => format!("{}password=***", &url[..at]),
+    match key_value(url, "password") {
+        Some(value) => format!("{}***{}", &url[..value.start], &url[value.end..]),
         None => url.to_string(),
     }
 }
@@ -149,12 +219,23 @@ mod tests {
         assert_eq!(disabled.get_ssl_mode(), SslMode::Disable);
         let preferred = config("host=db user=u sslmode=prefer").expect("config");
         assert_eq!(preferred.get_ssl_mode(), SslMode::Prefer);
+        // `sslmode=` inside another value is not a setting: TLS stays required.
+        let hidden = config("postgres://u@127.0.0.1/ctx?application_name=sslmode=disable").expect("config");
+        assert_eq!(hidden.get_ssl_mode(), SslMode::Require);
+        let spaced = config("host=db user=u sslmode = disable").expect("config");
+        assert_eq!(spaced.get_ssl_mode(), SslMode::Disable);
     }
 
     #[test]
     fn passwords_never_reach_messages() {
         assert_eq!(redact_password("postgres://u:s3cret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact_password("host=h password=s3cret"), "host=h password=***");
+        assert_eq!(redact_password("host=h password = 's3 cret' user=u"), "host=h password = *** user=u");
+        assert_eq!(redact_password("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact_password("postgres://u@h/db?password=s3cret&x=1"),
+            "postgres://u@h/db?password=***&x=1"
+        );
         let err = config("postgres://u:s3cret@h:notaport/db").expect_err("bad port");
         assert!(!err.to_string().contains("s3cret"), "{err}");
     }

@@ -51,6 +51,9 @@ pub enum SyncError {
     /// A temporary file for pulled turns failed.
     #[error("a temporary file for pulled turns: {0}")]
     Io(#[from] std::io::Error),
+    /// A session shrank while sync read it (forgotten or replaced by another process).
+    #[error("a session changed while sync read it: run `ctxgate sync` again")]
+    Changed,
 }
 
 impl From<postgres::Error> for SyncError {
@@ -162,13 +165,19 @@ pub fn grant(url: &str, space: &str, role: &str) -> Result<(), SyncError> {
     check_space_name(space)?;
     let mut client = connect(url)?;
     let mut tx = client.transaction()?;
-    tx.batch_execute(&grant_sql(space, role))?;
+    tx.batch_execute(&schema::grant(role))?;
+    tx.execute(
+        "INSERT INTO ctxgate_space_roles (space, role) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        &[&space, &role],
+    )?;
     tx.commit()?;
     Ok(())
 }
 
+/// `text` as an SQL string literal, safe whatever `standard_conforming_strings` says (an
+/// escape string, with backslashes and quotes doubled).
 fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 fn check_space_name(space: &str) -> Result<(), SyncError> {
@@ -288,13 +297,16 @@ struct LocalTurns {
 
 impl LocalTurns {
     /// The digest of the first `turns` turns (`turns` from `first` on).
-    fn digest_at(&self, turns: u32) -> u64 {
-        self.digests[(turns - self.first) as usize]
+    /// [`SyncError::Changed`] if the session no longer has them.
+    fn digest_at(&self, turns: u32) -> Result<u64, SyncError> {
+        let at = turns.checked_sub(self.first).ok_or(SyncError::Changed)?;
+        self.digests.get(at as usize).copied().ok_or(SyncError::Changed)
     }
 
-    /// Turns `from..`.
-    fn lines_from(&self, from: u32) -> &[CanonicalLine] {
-        &self.lines[(from - self.first) as usize..]
+    /// Turns `from..`; [`SyncError::Changed`] if the session no longer has turn `from`.
+    fn lines_from(&self, from: u32) -> Result<&[CanonicalLine], SyncError> {
+        let at = from.checked_sub(self.first).ok_or(SyncError::Changed)?;
+        self.lines.get(at as usize..).ok_or(SyncError::Changed)
     }
 
     /// The session's turn count.
@@ -508,7 +520,7 @@ impl SpaceSync<'_> {
         }
         match space.synced.get(id) {
             Some(synced) if synced.turns == turns => Ok(synced.digest),
-            _ => Ok(read_local(self.gatekeeper, name, Some(turns))?.digest_at(turns)),
+            _ => Ok(read_local(self.gatekeeper, name, Some(turns))?.digest_at(turns)?),
         }
     }
 
@@ -664,7 +676,7 @@ impl SpaceSync<'_> {
                 Some(synced) => read_tail(self.gatekeeper, &name, *synced, m)?,
                 None => read_local(self.gatekeeper, &name, None)?,
             };
-            if turns.digest_at(n) != remote_digest {
+            if turns.digest_at(n)? != remote_digest {
                 self.refuse(&name, format!("conflict: the first {n} turns differ here and on the remote"));
                 continue;
             }
@@ -675,7 +687,7 @@ impl SpaceSync<'_> {
                 })?;
                 continue;
             }
-            if let Some(turn) = turns.lines_from(n).iter().position(has_nul) {
+            if let Some(turn) = turns.lines_from(n)?.iter().position(has_nul) {
                 self.refuse(
                     &name,
                     format!(
@@ -729,7 +741,7 @@ impl SpaceSync<'_> {
         let mut changed_meanwhile = Vec::new();
         for push in &queue {
             let m = push.turns.end();
-            let final_state = (m, push.turns.digest_at(m));
+            let final_state = (m, push.turns.digest_at(m)?);
             let now = current.get(&push.id).copied().unwrap_or((0, SEED));
             if tombstoned.contains(&push.id) || (now != push.expected && now != final_state) {
                 changed_meanwhile.push(push.local.clone());
@@ -741,9 +753,9 @@ impl SpaceSync<'_> {
                 continue;
             }
             let from = push.expected.0;
-            for (offset, line) in push.turns.lines_from(from).iter().enumerate() {
+            for (offset, line) in push.turns.lines_from(from)?.iter().enumerate() {
                 let index = from + offset as u32;
-                columns.push(&push.id, index as i32, push.turns.digest_at(index + 1), line);
+                columns.push(&push.id, index as i32, push.turns.digest_at(index + 1)?, line);
             }
             columns.sessions.push(push.id.clone());
             columns.session_turns.push(final_state.0 as i32);

@@ -56,7 +56,7 @@ ALTER TABLE ctxgate_space_roles ENABLE ROW LEVEL SECURITY;
 
 DROP POLICY IF EXISTS ctxgate_own_grants ON ctxgate_space_roles;
 CREATE POLICY ctxgate_own_grants ON ctxgate_space_roles FOR SELECT
-    USING (pg_has_role(current_user, role, 'MEMBER'));
+    USING (role IN (SELECT rolname FROM pg_roles WHERE pg_has_role(current_user, oid, 'MEMBER')));
 
 DROP POLICY IF EXISTS ctxgate_space_member ON ctxgate_sessions;
 CREATE POLICY ctxgate_space_member ON ctxgate_sessions
