@@ -636,23 +636,7 @@ impl SpaceSync<'_> {
         }
         changed.sort();
         let ids: Vec<&str> = changed.iter().map(|(id, _, _)| id.as_str()).collect();
-        let rows = self.client.query(
-            "SELECT session, turns, digest FROM ctxgate_sessions WHERE space = $1 AND session = ANY($2)",
-            &[&self.name, &ids],
-        )?;
-        let remote: HashMap<String, (u32, u64)> = rows
-            .iter()
-            .map(|r| (r.get::<_, String>(0), (r.get::<_, i32>(1).max(0) as u32, r.get::<_, i64>(2) as u64)))
-            .collect();
-        let tombstoned: Vec<String> = self
-            .client
-            .query(
-                "SELECT session FROM ctxgate_tombstones WHERE space = $1 AND session = ANY($2)",
-                &[&self.name, &ids],
-            )?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let (remote, tombstoned) = remote_states(&mut *self.client, self.name, &ids)?;
         let mut behind = Vec::new();
         let mut queue: Vec<ToPush> = Vec::new();
         let mut queued_turns = 0usize;
@@ -719,22 +703,7 @@ impl SpaceSync<'_> {
         let mut tx = self.client.transaction()?;
         let seq = lock_and_number(&mut tx, self.name)?;
         let ids: Vec<&str> = queue.iter().map(|p| p.id.as_str()).collect();
-        let current: HashMap<String, (u32, u64)> = tx
-            .query(
-                "SELECT session, turns, digest FROM ctxgate_sessions WHERE space = $1 AND session = ANY($2)",
-                &[&self.name, &ids],
-            )?
-            .iter()
-            .map(|r| (r.get::<_, String>(0), (r.get::<_, i32>(1).max(0) as u32, r.get::<_, i64>(2) as u64)))
-            .collect();
-        let tombstoned: Vec<String> = tx
-            .query(
-                "SELECT session FROM ctxgate_tombstones WHERE space = $1 AND session = ANY($2)",
-                &[&self.name, &ids],
-            )?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
+        let (current, tombstoned) = remote_states(&mut tx, self.name, &ids)?;
         let mut columns = Columns::default();
         let mut applied: Vec<(String, Synced)> = Vec::new();
         let mut already: Vec<(String, Synced)> = Vec::new();
@@ -844,6 +813,35 @@ fn has_nul(line: &CanonicalLine) -> bool {
 }
 
 /// The first `limit` turns (all with `None`) of local session `name`, with their digests.
+/// Sessions' (turn count, digest) on the remote, by session id.
+type RemoteStates = HashMap<String, (u32, u64)>;
+
+/// The remote's (turns, digest) of the sessions `ids` of `space`, and those of them with a
+/// tombstone: what a push compares with, before it and again under the space's lock.
+fn remote_states(
+    client: &mut impl postgres::GenericClient,
+    space: &str,
+    ids: &[&str],
+) -> Result<(RemoteStates, Vec<String>), SyncError> {
+    let states = client
+        .query(
+            "SELECT session, turns, digest FROM ctxgate_sessions WHERE space = $1 AND session = ANY($2)",
+            &[&space, &ids],
+        )?
+        .iter()
+        .map(|r| (r.get::<_, String>(0), (r.get::<_, i32>(1).max(0) as u32, r.get::<_, i64>(2) as u64)))
+        .collect();
+    let tombstoned = client
+        .query(
+            "SELECT session FROM ctxgate_tombstones WHERE space = $1 AND session = ANY($2)",
+            &[&space, &ids],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok((states, tombstoned))
+}
+
 fn read_local(gatekeeper: &Gatekeeper, name: &str, limit: Option<TurnId>) -> Result<LocalTurns, SyncError> {
     let session = gatekeeper.session(name)?;
     let mut turns = LocalTurns { first: 0, lines: Vec::new(), digests: vec![SEED] };
