@@ -294,3 +294,32 @@ fn processes_killed_at_random_points_leave_a_verified_index_with_every_acknowled
     assert!(!dir.path().join("index.redb.runs").exists(), "the run file is gone once merged");
     Ok(())
 }
+
+/// Agents started together on a new machine: their first calls create the index at once. Each
+/// process either makes the index or opens the one another made, never one half made ("not a
+/// ctxgate index"), and every add is stored.
+#[test]
+fn processes_that_create_the_index_at_once_all_use_it() -> TestResult {
+    const PROCESSES: usize = 4;
+    let dir = tempfile::tempdir()?;
+    for round in 0..8 {
+        let db = dir.path().join(format!("new-{round}.redb"));
+        let children = (0..PROCESSES)
+            .map(|i| {
+                spawn(&db, &["add", "-s", &format!("agent-{i}"), "-u", "first prompt", "-a", "first answer"])
+            })
+            .collect::<TestResult<Vec<_>>>()?;
+        for child in children {
+            let run = Run::from_output(child.wait_with_output()?);
+            assert_eq!(run.code, Some(0), "round {round}: {}", run.stderr);
+        }
+        let sessions = session_turns(&db)?;
+        assert_eq!(sessions.len(), PROCESSES, "round {round}: {sessions:?}");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|name| name.contains(".new-") || name.contains("lock-probe"))
+            .collect();
+        assert!(leftovers.is_empty(), "round {round}: {leftovers:?}");
+    }
+    Ok(())
+}

@@ -77,6 +77,67 @@ fn two_jobs_at_once_never_lose_data_the_second_is_busy() -> TestResult {
     Ok(())
 }
 
+/// `add` loops running beside the rebuilds: enough that one holds the index at almost every
+/// moment.
+const ADDERS: usize = 6;
+
+/// Writers that come and go without a gap (`add` loops) do not keep a rebuild out: it gets
+/// in within its default wait (finding 10 of issue 54: it used to exit 4 every time), and every
+/// add acknowledged before, during or after it is in the rebuilt index.
+#[test]
+fn a_rebuild_gets_its_turn_against_a_stream_of_adds() -> TestResult {
+    let env = indexed()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let adders: Vec<_> = (0..ADDERS)
+        .map(|adder| {
+            let (db, stop) = (env.db.clone(), std::sync::Arc::clone(&stop));
+            std::thread::spawn(move || -> Result<u64, String> {
+                let mut acknowledged = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let user = format!("added {adder}-{acknowledged} on the retry_policy");
+                    let out = ctxgate()
+                        .arg("--db")
+                        .arg(&db)
+                        .args(["add", "-s", &format!("adder{adder}"), "-u", &user, "-a", "stored"])
+                        .output()
+                        .map_err(|e| e.to_string())?;
+                    match out.status.code() {
+                        Some(0) => acknowledged += 1,
+                        // Busy while the rebuild holds the index: not acknowledged, tried again.
+                        Some(4) => {}
+                        other => {
+                            return Err(format!(
+                                "add exit {other:?}: {}",
+                                String::from_utf8_lossy(&out.stderr)
+                            ));
+                        }
+                    }
+                }
+                Ok(acknowledged)
+            })
+        })
+        .collect();
+    // Until both loops have added a few turns: the stream is flowing.
+    let flowing = Instant::now();
+    while turns(&env)? < TURNS as u64 + 6 && flowing.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for rebuild in 0..3 {
+        let out = ctxgate().arg("--db").arg(&env.db).arg("rebuild").output()?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "rebuild {rebuild} with adds streaming: {stderr}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut acknowledged = 0;
+    for adder in adders {
+        acknowledged += adder.join().map_err(|_| "adder panicked")??;
+    }
+    assert!(acknowledged > 6, "the adds kept flowing: {acknowledged}");
+    assert_eq!(turns(&env)?, TURNS as u64 + acknowledged, "an acknowledged add was lost by a rebuild");
+    assert_eq!(env.run(["verify"])?.code, Some(0));
+    Ok(())
+}
+
 #[test]
 fn a_killed_rebuilds_scratch_file_is_removed_by_the_next() -> TestResult {
     let env = indexed()?;

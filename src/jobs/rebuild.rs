@@ -10,7 +10,7 @@ use crate::store::evidence::EvidenceRecord;
 use crate::store::records::{ForwardRecord, TurnRecord};
 use crate::store::redaction::RedactionRecord;
 use crate::store::turn_text::{self, TextDictionary};
-use crate::store::{IndexLock, real_path};
+use crate::store::{IndexLock, Turnstile, real_path};
 use crate::store::{PendingRow, SourceIndex, Store, StoreOptions};
 use crate::tokens::{CharEstimator, TokenEstimator};
 use crate::types::anchor_hash;
@@ -177,6 +177,10 @@ fn rebuild_as(
     // A file not closed cleanly (a cut file, a full disk, a killed writer) is read from a
     // repaired copy: a repair that fails leaves the file as it was, for a backup or a better
     // tool.
+    // Closed before the read-only open, which waits until no process has the file open for
+    // writing: writers that come and go without a gap would otherwise keep it out for ever.
+    // Held until the new file is in place, so no writer writes to the old one meanwhile.
+    let _turnstile = path.is_file().then(|| Turnstile::close(path, options.busy_timeout)).transpose()?;
     let mut repaired = scratch_prefix(path);
     repaired.push(format!("-{}.source", std::process::id()));
     let source = SourceIndex::open_or_repair(path, &path.with_file_name(repaired), &store_options)?;
@@ -216,7 +220,6 @@ fn rebuild_as(
     report.anchors = counts.anchors;
     report.bytes_after = new.file_size()?;
     drop(new);
-    drop(source);
     if let Err(e) = keep_access(&old_metadata, &target) {
         let _ = std::fs::remove_file(&target);
         return Err(io(&target, e).into());
@@ -235,7 +238,10 @@ fn rebuild_as(
         }
         report.old_file_kept = Some(kept);
     }
+    // Renamed while the old file is still held open read-only: a writer that retries its open
+    // meanwhile finds the new file, never the old one free.
     std::fs::rename(&target, path).map_err(|e| io(path, e))?;
+    drop(source);
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         // Make the rename durable; not every platform can open a directory.
         if let Ok(dir) = std::fs::File::open(dir) {

@@ -123,6 +123,13 @@ pub enum Error {
         /// What was left out, and where the old file is kept.
         detail: String,
     },
+    /// The file system's locks do not keep one process out while another holds them: sharing
+    /// the index there would corrupt it, so it is not written.
+    #[error("{} is on a file system whose file locks do not hold (a lock one handle holds does not keep another out): processes sharing the index there would write over each other and damage it, so ctxgate does not write it; put the index on a local file system (--db or CTXGATE_DB)", .path.display())]
+    LocksDoNotHold {
+        /// The index.
+        path: PathBuf,
+    },
     /// The run file of an interrupted import does not hold what the index recorded of it.
     /// `verify` cannot help (opening the index merges the runs first); `rebuild` reads only the
     /// stored turns.
@@ -155,7 +162,7 @@ impl Error {
     pub fn kind(&self) -> crate::error_kind::ErrorKind {
         use crate::error_kind::ErrorKind;
         match self {
-            Error::MissingDirectory { .. } | Error::Io { .. } => ErrorKind::Io,
+            Error::MissingDirectory { .. } | Error::Io { .. } | Error::LocksDoNotHold { .. } => ErrorKind::Io,
             Error::NotAnIndex { .. } | Error::NotARegularFile { .. } => ErrorKind::NotAnIndex,
             Error::TooNew { .. } => ErrorKind::NeedsUpgrade,
             Error::NeedsRebuild { .. } | Error::RunsMissing { .. } | Error::RunsDamaged { .. } => {

@@ -70,7 +70,7 @@ pub use cursor::PostingCursor;
 pub use damage::{Panicked, catch_reported};
 pub use error::Error;
 pub use format::FORMAT_VERSION;
-pub use index_lock::{IndexLock, real_path};
+pub use index_lock::{IndexLock, Turnstile, real_path};
 #[cfg(any(test, feature = "internals"))]
 pub use crate::types::anchor_hash;
 pub(crate) use keys::{block_key, split_block_key};
@@ -311,6 +311,8 @@ impl Store {
         if existed {
             // Look before writing: opening read-write changes a redb file even if it is not ours.
             check_existing(path, options)?;
+        } else if std::fs::symlink_metadata(path).is_err() {
+            create_whole(path, options)?;
         }
         let db = open_writer(path, options)?;
         let store = Store::new(Engine::ReadWrite(Arc::new(db)), path, options);
@@ -360,6 +362,9 @@ impl Store {
             },
         };
         if left {
+            // Read through before the merge's write begins: runs that writers whose locks did
+            // not hold wrote over each other are refused here, not met half-way through it.
+            self.verify_file_runs()?;
             log::warn!("{}: merging the postings of an interrupted import", self.path.display());
             let merged = self.merge_runs()?;
             log::info!(
@@ -370,6 +375,23 @@ impl Store {
             );
         }
         self.remove_run_file(held.or(taken.as_ref()))
+    }
+
+    /// Checks every run the `posting_run_files` table records against the run file
+    /// ([`run_file::verify`]).
+    fn verify_file_runs(&self) -> Result<(), Error> {
+        let txn = self.db.begin_read()?;
+        let table = match txn.open_table(RUN_FILES) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut spans = Vec::new();
+        for entry in table.iter()? {
+            let (run, span) = entry?;
+            spans.push((run.value(), run_file::RunSpan::from_row(span.value())));
+        }
+        Ok(run_file::verify(&run_file::path_of(&self.path), &spans)?)
     }
 
     /// Removes the run file if no import can be using it: when no process holds the index
@@ -485,7 +507,7 @@ impl Store {
             create_evidence_tables(&txn)?;
         }
         txn.commit()?;
-        log::info!("created index {}", self.path.display());
+        log::debug!("initialized {}", self.path.display());
         Ok(())
     }
 
@@ -792,6 +814,33 @@ fn bits_apart(a: &[u8], b: &[u8]) -> u32 {
 }
 
 /// Checks, without modifying it, that an existing file is a ctxgate index of this version.
+/// Creates a new index at `path` whole: made and initialized under a name of its own, then
+/// linked in (a link fails if the name exists). Processes that open a new index at once (hooks
+/// of agents started together) never see one half made, which is not an index yet; the first
+/// link wins, and the others open it. Where the file system has no hard links, the index is
+/// made in place as before.
+fn create_whole(path: &Path, options: &StoreOptions) -> Result<(), Error> {
+    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(format!(".new-{}", std::process::id()));
+    let made = path.with_file_name(name);
+    let _ = std::fs::remove_file(&made); // left by a killed process of the same id
+    let initialized = open_writer(&made, options).and_then(|db| {
+        Store::new(Engine::ReadWrite(Arc::new(db)), &made, options).check_or_initialize()
+    });
+    if let Err(e) = initialized {
+        let _ = std::fs::remove_file(&made);
+        return Err(e);
+    }
+    let linked = std::fs::hard_link(&made, path);
+    let _ = std::fs::remove_file(&made);
+    match linked {
+        Ok(()) => log::info!("created index {}", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => log::info!("created index {} ({e}: made in place)", path.display()),
+    }
+    Ok(())
+}
+
 fn check_existing(path: &Path, options: &StoreOptions) -> Result<(), Error> {
     if let Look::Unclean = look(path, options)? {
         log::warn!("{} was not closed cleanly; repairing it", path.display());
@@ -856,6 +905,13 @@ fn look(path: &Path, options: &StoreOptions) -> Result<Look, Error> {
 /// state). The wait runs on a thread of its own so that it can be given up; a database it
 /// opens after that is closed again.
 fn open_writer(path: &Path, options: &StoreOptions) -> Result<redb::Database, Error> {
+    // Held until the file is open: a rebuild that closed it is let in first (`IndexLock`'s
+    // module doc).
+    let _pass = Turnstile::pass(path, options.busy_timeout)?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !index_lock::locks_hold(dir) {
+        return Err(Error::LocksDoNotHold { path: path.to_path_buf() });
+    }
     let (owned, options) = (path.to_path_buf(), options.clone());
     // A little past the timeout: a wait for a process that holds the file ends on its own.
     let timeout = options.busy_timeout + BUSY_RETRY * 2;
