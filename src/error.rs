@@ -36,6 +36,15 @@ pub enum Error {
         /// Turns it had.
         found: u32,
     },
+    /// A session was forgotten while an import was writing it: the forget wins, and the
+    /// import does not store the session again.
+    #[error("{}: session {session:?} was forgotten while this import wrote it: the forget stands and the import stopped there; import the file again to store the session anew", .path.display())]
+    Forgotten {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The session.
+        session: String,
+    },
     /// An argument the caller passed is not acceptable.
     #[error("invalid {what}: {reason}")]
     InvalidInput {
@@ -89,7 +98,7 @@ impl Error {
             Error::Store(e) => e.kind(),
             Error::Import(crate::import::Error::Io { .. }) => ErrorKind::Io,
             Error::Import(crate::import::Error::UnknownFormat { .. }) => ErrorKind::UnknownFormat,
-            Error::Conflict { .. } | Error::Raced { .. } => ErrorKind::Conflict,
+            Error::Conflict { .. } | Error::Raced { .. } | Error::Forgotten { .. } => ErrorKind::Conflict,
             Error::Import(_) => ErrorKind::BadLog,
             Error::InvalidInput { .. } => ErrorKind::BadInput,
             Error::InvalidOption { .. } => ErrorKind::InvalidOption,

@@ -162,7 +162,7 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
     let spawned = std::thread::Builder::new().name("hook".into()).spawn(move || {
         let mut event_name = None;
         let result = ctxgate::catch_panic(&db, || {
-            let setup = Setup { threads, evidence_root, deadline, budget, tokenizer, redact };
+            let setup = Setup { threads, evidence_root, started, deadline, budget, tokenizer, redact };
             work(&db, agent, setup, &mut event_name)
         });
         let result = match result {
@@ -234,11 +234,16 @@ fn run_hook(global: &Global, agent: Agent, args: &RunArgs) {
 struct Setup {
     threads: usize,
     evidence_root: Option<PathBuf>,
+    /// When the hook process started: the deadline counts from it.
+    started: Instant,
     deadline: Duration,
     budget: u32,
     tokenizer: ctxgate::tokens::Tokenizer,
     redact: bool,
 }
+
+/// The share of the deadline past which the hook's import begins no more batches.
+const IMPORT_SHARE: f64 = 1.0 / 3.0;
 
 /// The directory of the hooks' records of what each agent session was given.
 const GIVEN_DIR: &str = "hook-given";
@@ -251,7 +256,7 @@ fn work(
     setup: Setup,
     event_name: &mut Option<String>,
 ) -> anyhow::Result<Option<(Option<Context>, Given)>> {
-    let Setup { threads, evidence_root, deadline, budget, tokenizer, redact } = setup;
+    let Setup { threads, evidence_root, started, deadline, budget, tokenizer, redact } = setup;
     let mut input = Vec::new();
     std::io::stdin().lock().read_to_end(&mut input).context("cannot read the event from stdin")?;
     let event = Event::parse(&input)?;
@@ -262,11 +267,15 @@ fn work(
     if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    // Waiting for a busy index past the deadline is pointless (the hook is gone by then); three
-    // quarters of it leave time to report the busy index rather than only the deadline.
+    // Waiting for a busy index past the deadline is pointless (the hook is gone by then): a
+    // third of it for each wait, and the transcript's import begins no batch past a third
+    // (`IMPORT_SHARE`), so that the last batch, the selection and the output end in time; an
+    // import cut short keeps what it wrote, and the next event goes on from there. A process
+    // stopped at the deadline would leave its write unfinished, and every later hook would
+    // start it again.
     let options = Options {
         threads,
-        busy_timeout: deadline * 3 / 4,
+        busy_timeout: deadline / 3,
         evidence_root,
         tokenizer,
         redact,
@@ -277,7 +286,8 @@ fn work(
         Some(dir) => Given::load(&dir.join(GIVEN_DIR), &event.session_id),
         None => Given::in_memory(),
     };
-    let context = ctxgate::hook::handle(&gatekeeper, agent, &event, budget, &mut given)?;
+    let until = started + deadline.mul_f64(IMPORT_SHARE);
+    let context = ctxgate::hook::handle(&gatekeeper, agent, &event, budget, &mut given, Some(until))?;
     Ok(Some((context, given)))
 }
 

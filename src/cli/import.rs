@@ -33,6 +33,11 @@ pub struct Args {
     /// ends with what `ctxgate compact` does
     #[arg(long)]
     no_compact: bool,
+    /// Begin no batch of turns, and no file, after this many seconds: what was imported stays,
+    /// each file cut short is reported unfinished, and the same import run again goes on from
+    /// there (a huge history imported a slice at a time)
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    max_seconds: Option<std::time::Duration>,
     /// Files, or directories to walk for .json and .jsonl files. Every file is reported:
     /// imported, skipped (in a directory but not a log ctxgate can tell, or a link out of
     /// the directory) or failed (nothing of it written); one failure stops no other file
@@ -79,6 +84,7 @@ impl From<FormatArg> for Format {
 
 /// Imports and prints the summary.
 pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let mut gatekeeper = global.open(None, None)?;
     let options = ImportOptions {
         format: args.format.into(),
@@ -86,6 +92,7 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
         skip_invalid: args.skip_invalid,
         evidence: !args.no_evidence,
         memory_bytes: (args.memory_mib as usize).saturating_mul(1 << 20),
+        until: args.max_seconds.map(|limit| started + limit),
     };
     let report = output::with_progress(
         |p: ImportProgress| {
@@ -156,6 +163,14 @@ pub fn run(global: &Global, args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--max-seconds`: a number of seconds above 0 (fractions allowed).
+fn parse_seconds(value: &str) -> Result<std::time::Duration, String> {
+    match value.trim().parse::<f64>() {
+        Ok(seconds) if seconds > 0.0 && seconds <= 1e9 => Ok(std::time::Duration::from_secs_f64(seconds)),
+        _ => Err(format!("{value:?} is not a number of seconds above 0")),
+    }
+}
+
 /// What to do about an import that failed on what a file holds, in flags; `None` when the
 /// error's own message says it (a file that cannot be read, a conflict) or nothing would help.
 fn hint(error: &ctxgate::Error, skip_invalid: bool) -> Option<&'static str> {
@@ -205,7 +220,7 @@ fn describe(report: &ImportReport) -> String {
         }
         let _ = writeln!(
             out,
-            "{} ({}): {} new, {} already there, {} records skipped{}",
+            "{} ({}): {} new, {} already there, {} records skipped{}{}",
             file.path.display(),
             file.format.name(),
             file.new_turns,
@@ -215,6 +230,11 @@ fn describe(report: &ImportReport) -> String {
                 format!(", {} tool outputs stored as evidence", file.tool_outputs)
             } else {
                 String::new()
+            },
+            if file.unfinished {
+                "; UNFINISHED at the time limit: run the import again to go on"
+            } else {
+                ""
             }
         );
         write_capped(&mut out, &file.sessions, SESSIONS_SHOWN, "sessions", |s| {

@@ -32,6 +32,10 @@ pub const HOOK_TOKEN_BUDGET: u32 = 2000;
 /// current models).
 pub const HOOK_TOKENIZER: crate::tokens::Tokenizer = crate::tokens::Tokenizer::O200k;
 
+/// What a hook's import of its transcript may hold in flight: batches small enough that one
+/// begun just before the import's time limit ends well before the hook's deadline.
+pub const HOOK_IMPORT_MEMORY: usize = 16 << 20;
+
 /// Longest project part of a session name, in bytes: a longer `cwd` is replaced by its hash so
 /// the name stays under the 256-byte limit of session names.
 const MAX_PROJECT_BYTES: usize = 160;
@@ -137,6 +141,10 @@ fn action(event: &Event) -> Action {
 /// context is out, or at once when there is none). A compaction clears `given` first: the
 /// agent rebuilt the model's window without what was given before.
 ///
+/// `until` limits the import of the transcript ([`ImportOptions::until`]): a long transcript is
+/// imported over several events, each keeping what it wrote, and the context comes from what
+/// the index holds.
+///
 /// # Errors
 /// Errors of the index, a transcript that cannot be read or parsed, a session name the index
 /// refuses.
@@ -146,6 +154,7 @@ pub fn handle(
     event: &Event,
     budget: u32,
     given: &mut Given,
+    until: Option<std::time::Instant>,
 ) -> Result<Option<Context>> {
     let action = action(event);
     if action == Action::Nothing {
@@ -166,9 +175,18 @@ pub fn handle(
             format: agent.format(),
             session: Some(name.clone()),
             evidence: action != Action::Prompt,
+            memory_bytes: HOOK_IMPORT_MEMORY,
+            until,
             ..ImportOptions::default()
         };
         let report = gatekeeper.import(std::slice::from_ref(path), &options)?;
+        if report.files.iter().any(|f| f.unfinished) {
+            log::info!(
+                "{}: imported {} turns within the time limit; the next event goes on",
+                path.display(),
+                report.new_turns
+            );
+        }
         pending = (report.files.into_iter().flat_map(|f| f.sessions))
             .find(|s| s.session == name)
             .and_then(|s| s.held_back_request);

@@ -73,7 +73,18 @@ pub(super) struct Sizer {
     /// is measured: a probe's few turns hold more per byte than a batch's (the batch's anchors
     /// are shared among more turns, and its text is compressed with a dictionary).
     guess: AtomicUsize,
+    /// The most turns a batch takes: [`BATCH_TURNS`], or fewer for an import with a time limit
+    /// ([`Writer::with_until`]).
+    max_turns: AtomicUsize,
 }
+
+/// Turns of the first batch of an import with a time limit, before its speed is measured: a
+/// few hundred milliseconds of a debug build's import.
+const FIRST_TIMED_BATCH: usize = 256;
+
+/// The share of the time left that a batch of an import with a time limit is sized to take:
+/// the next batch is prepared while one is written, so it is sized a batch ahead.
+const TIMED_BATCH_SHARE: f64 = 0.5;
 
 /// Prepared bytes per byte read that the first batch is sized by, before any is measured: above
 /// what batches measured (4.4–9.3 on English chats and generated logs, 15–16 on Chinese ones,
@@ -87,7 +98,17 @@ const PROBE_BYTES: usize = 1 << 20;
 impl Sizer {
     /// A sizer for `budget` bytes of turns in flight.
     pub(super) fn new(budget: usize) -> Self {
-        Sizer { batch_bytes: budget / 2, growth: AtomicUsize::new(0), guess: AtomicUsize::new(0) }
+        Sizer {
+            batch_bytes: budget / 2,
+            growth: AtomicUsize::new(0),
+            guess: AtomicUsize::new(0),
+            max_turns: AtomicUsize::new(BATCH_TURNS),
+        }
+    }
+
+    /// Batches from now on take at most `turns` turns (at least one, at most [`BATCH_TURNS`]).
+    fn cap(&self, turns: usize) {
+        self.max_turns.store(turns.clamp(1, BATCH_TURNS), Ordering::Relaxed);
     }
 
     /// The next batch of `turns`, with its bytes as read; `None` at their end.
@@ -122,7 +143,8 @@ impl Sizer {
         };
         // The most bytes read a batch may take: at least one turn goes, whatever its size.
         let limit = ((self.batch_bytes as u128 * 1024) / growth as u128) as usize;
-        while batch.len() < BATCH_TURNS {
+        let max_turns = self.max_turns.load(Ordering::Relaxed);
+        while batch.len() < max_turns {
             let Some(item) = turns.next_if(|item| {
                 batch.is_empty() || item.as_ref().map_or(true, |(_, t)| *read + read_bytes(t) <= limit)
             }) else {
@@ -193,6 +215,10 @@ pub struct Writer<'g> {
     sizer: Sizer,
     /// Turns this import wrote to runs that wait to be merged.
     run_turns: std::cell::Cell<usize>,
+    /// No batch is begun past this instant ([`crate::ImportOptions::until`]).
+    until: Option<Instant>,
+    /// Whether a batch was left unwritten for [`Self::until`].
+    cut_short: std::cell::Cell<bool>,
 }
 
 impl<'g> Writer<'g> {
@@ -210,7 +236,27 @@ impl<'g> Writer<'g> {
             dictionary: RefCell::new(None),
             sizer: Sizer::new(DEFAULT_IMPORT_MEMORY),
             run_turns: std::cell::Cell::new(0),
+            until: None,
+            cut_short: std::cell::Cell::new(false),
         }
+    }
+
+    /// Begins no batch past `until`: the batches written stay, and the next import of the file
+    /// goes on from them.
+    pub(super) fn with_until(mut self, until: Option<Instant>) -> Self {
+        self.until = until;
+        self
+    }
+
+    /// Whether turns were left unwritten for the time limit ([`Self::with_until`]).
+    pub(super) fn cut_short(&self) -> bool {
+        self.cut_short.get()
+    }
+
+    /// The turns written into the `i`-th destination.
+    pub(super) fn written(&self, i: usize) -> u64 {
+        let first = self.sessions.get(i).map_or(0, |d| d.first_turn);
+        u64::from(self.next_turns.borrow().get(i).map_or(first, |&next| next) - first)
     }
 
     /// Sizes the batches to hold at most `budget` bytes of turns in flight ([`Sizer`]).
@@ -242,6 +288,9 @@ impl<'g> Writer<'g> {
         I: Iterator<Item = Result<(usize, ParsedTurn), crate::Error>> + Send,
     {
         let mut turns = turns.peekable();
+        if self.until.is_some() {
+            self.sizer.cap(FIRST_TIMED_BATCH);
+        }
         let Some((mut first, mut read)) = self.sizer.next_batch(&mut turns).transpose()? else {
             return Ok(());
         };
@@ -307,7 +356,16 @@ impl<'g> Writer<'g> {
         let dictionary = self.dictionary.borrow().clone();
         let dictionary = dictionary.as_ref();
         let sizer = &self.sizer;
+        let mut one_written = false;
         loop {
+            // The first batch goes whatever the time (a small one, `FIRST_TIMED_BATCH`): an
+            // import whose reading took the time would otherwise never write anything.
+            if one_written && self.until.is_some_and(|until| Instant::now() >= until) {
+                self.cut_short.set(true);
+                return Ok(());
+            }
+            one_written = true;
+            let (batch_turns, batch_started) = (current.turns.len(), Instant::now());
             let (next, written) = std::thread::scope(|scope| {
                 let next = scope
                     .spawn(|| batches.next().map(|b| b.map(|(b, read)| sizer.prepare(b, read, dictionary))));
@@ -317,6 +375,12 @@ impl<'g> Writer<'g> {
             });
             let spent = written?;
             drop(spent); // both threads are done: no allocation contends with these frees
+            if let Some(until) = self.until {
+                // Batches sized by the speed measured, to end about when the time is up.
+                let per_turn = batch_started.elapsed().as_secs_f64() / batch_turns.max(1) as f64;
+                let left = until.saturating_duration_since(Instant::now()).as_secs_f64();
+                sizer.cap((left * TIMED_BATCH_SHARE / per_turn.max(1e-9)) as usize);
+            }
             match next {
                 Some(batch) => current = batch?,
                 None => return Ok(()),
@@ -427,6 +491,14 @@ impl Writer<'_> {
                 Entry::Vacant(entry) => {
                     let session = &self.sessions[*i];
                     let (id, record) = turn::session_for_write(view, &session.name)?;
+                    // Sessions shrink only by being forgotten: the forget wins over this
+                    // import, which would otherwise plan again and store it anew.
+                    if record.turn_count < next_turns[*i] {
+                        return Err(crate::Error::Forgotten {
+                            path: self.path.clone(),
+                            session: session.name.clone(),
+                        });
+                    }
                     if record.turn_count != next_turns[*i] {
                         return Err(crate::Error::Raced {
                             path: self.path.clone(),
@@ -802,6 +874,34 @@ mod tests {
         assert!(gk.store().read()?.pending().is_empty());
         let report = gk.verify()?;
         assert!(report.is_ok(), "{:?}", report.problems);
+        Ok(())
+    }
+
+    #[test]
+    fn a_session_forgotten_after_the_import_planned_it_stays_forgotten()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let gk = Gatekeeper::open(dir.path().join("index.redb"), Options::default())?;
+        let log = dir.path().join("s.jsonl");
+        let line = |i: usize| {
+            format!("{{\"session\": \"s\", \"user\": \"question {i}\", \"assistant\": \"answer {i}\"}}\n")
+        };
+        std::fs::write(&log, (0..3).map(line).collect::<String>())?;
+        gk.import(std::slice::from_ref(&log), &ImportOptions::default())?;
+        // The import planned the session's fourth turn; then the session is forgotten.
+        let writer =
+            Writer::new(gk.index(), &log, vec![Destination { name: "s".into(), title: None, first_turn: 3 }]);
+        gk.forget_session("s")?;
+        let turn =
+            ParsedTurn { user: "question 3".into(), assistant: "answer 3".into(), ..Default::default() };
+        let written = writer.write_all(std::iter::once(Ok((0, turn))));
+        assert!(
+            matches!(written, Err(crate::Error::Forgotten { ref session, .. }) if session == "s"),
+            "{written:?}"
+        );
+        assert!(gk.sessions()?.is_empty(), "the forget stands");
+        // Importing the file again, as the error says, stores the session anew.
+        assert_eq!(gk.import(&[log], &ImportOptions::default())?.new_turns, 3);
         Ok(())
     }
 }

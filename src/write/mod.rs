@@ -71,6 +71,11 @@ pub struct ImportOptions {
     /// comes on top; a format read whole (every format but canonical JSONL) also holds its
     /// file's text.
     pub memory_bytes: usize,
+    /// A time limit: no batch of turns is begun past this instant, and no file. What was
+    /// written stays, the file's report says it is [`FileReport::unfinished`], and the next
+    /// import of the file goes on from there. A hook sets it below its deadline, so a long
+    /// transcript is imported over several events instead of never.
+    pub until: Option<Instant>,
 }
 
 impl Default for ImportOptions {
@@ -81,6 +86,7 @@ impl Default for ImportOptions {
             skip_invalid: false,
             evidence: true,
             memory_bytes: DEFAULT_IMPORT_MEMORY,
+            until: None,
         }
     }
 }
@@ -156,6 +162,10 @@ pub struct FileReport {
     /// Each of them, with its ref and why; importing the file again once the cause is
     /// fixed stores them.
     pub failed_tool_outputs: Vec<FailedToolOutput>,
+    /// True when [`ImportOptions::until`] stopped the import of the file part way: the turns
+    /// counted are stored, the rest (and the tool results) wait for the next import.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unfinished: bool,
 }
 
 fn serialize_lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
@@ -186,6 +196,7 @@ impl FileReport {
             tool_outputs: outputs.stored,
             tool_outputs_failed: outputs.failed.len() as u64,
             failed_tool_outputs: outputs.failed,
+            unfinished: false,
         }
     }
 
@@ -210,6 +221,7 @@ impl FileReport {
             tool_outputs: 0,
             tool_outputs_failed: 0,
             failed_tool_outputs: Vec::new(),
+            unfinished: false,
         }
     }
 }
@@ -296,8 +308,16 @@ pub(crate) fn import_files(
     // where the previous file ended.
     let mut offsets: HashMap<String, usize> = HashMap::new();
     for (done, found) in files.iter().enumerate() {
+        let out_of_time = options.until.is_some_and(|until| Instant::now() >= until);
         let file = match &found.skip {
             Some(reason) => FileReport::not_imported(&found.path, FileStatus::Skipped, reason.clone(), None),
+            // Not read at all: a file cut short may leave the sessions a later file continues
+            // part way (and the next import reads them all again).
+            None if out_of_time || report.files.last().is_some_and(|f: &FileReport| f.unfinished) => {
+                let reason =
+                    "not reached within the import's time limit; importing again goes on".to_string();
+                FileReport::not_imported(&found.path, FileStatus::Skipped, reason, None)
+            }
             None => {
                 // A file that fails leaves the offsets as they were: none of its turns count.
                 let mut continued = offsets.clone();
@@ -381,6 +401,7 @@ fn is_file_error(error: &crate::Error) -> bool {
         crate::Error::Import(_)
             | crate::Error::Conflict { .. }
             | crate::Error::Raced { .. }
+            | crate::Error::Forgotten { .. }
             | crate::Error::InvalidInput { .. }
     )
 }
@@ -553,8 +574,30 @@ fn import_as(
     let with_turns = checkpoint.clone().filter(|_| tool_outputs.is_empty());
     let writer = Writer::new(index, path, destinations)
         .with_checkpoint(with_turns.map(|c| (key.clone(), c)))
-        .with_memory(options.memory_bytes);
+        .with_memory(options.memory_bytes)
+        .with_until(options.until);
     writer.write_all(turns.into_iter().map(Ok))?;
+    if writer.cut_short() {
+        // A checkpoint at the last turn written, so the next import reads from there instead of
+        // parsing the whole file again; no tool results (the next import stores them).
+        for (i, session) in sessions.iter_mut().enumerate() {
+            session.new_turns = writer.written(i);
+        }
+        if let [session] = &sessions[..] {
+            // The session's turns once the import stopped: those it had and those written.
+            let turn_count = u32::try_from(session.existing_turns + session.new_turns).unwrap_or(u32::MAX);
+            let checkpoint = resume::after_import(format, &session.session, &text, &read, turn_count, false);
+            if let Some(checkpoint) = checkpoint {
+                index.store().write(|view| resume::store(view, &key, checkpoint))?;
+            }
+        }
+        let read_from = read.checkpoint.as_ref().map(|_| read.offset as u64);
+        let outputs = crate::import::StoredToolOutputs::default();
+        return Ok(FileReport {
+            unfinished: true,
+            ..FileReport::imported(path, format, read_from, sessions, skipped, outputs)
+        });
+    }
     // After the turns, in transactions of their own: a crash in between leaves the turns, and
     // importing the file again stores the outputs (those of turns already there included).
     let outputs = crate::evidence::storage::store_tool_outputs(index, &tool_outputs)?;

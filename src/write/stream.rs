@@ -121,18 +121,21 @@ pub(super) fn import(
         seen[i] += 1;
         (seen[i] > skip[i]).then(|| Ok((i, jsonl::into_turn(line))))
     });
-    Writer::new(index, path, destinations).with_memory(options.memory_bytes).write_all(turns)?;
+    let writer =
+        Writer::new(index, path, destinations).with_memory(options.memory_bytes).with_until(options.until);
+    writer.write_all(turns)?;
     // Pass 3, after the turns (as for every format): the tool results lines carry (`export`
-    // writes the stored ones), those of turns already there included.
-    let outputs = if options.evidence && has_results {
+    // writes the stored ones), those of turns already there included. Not for a file cut
+    // short: the next import stores them.
+    let outputs = if options.evidence && has_results && !writer.cut_short() {
         store_results(index, path, &plan_of_pass3, &names, &first_turns)?
     } else {
         StoredToolOutputs::default()
     };
 
     let mut sessions = Vec::new();
-    for (plan, existing) in plans.iter().zip(existing) {
-        let new = (plan.seen() - existing) as u64;
+    for (i, (plan, existing)) in plans.iter().zip(existing).enumerate() {
+        let new = if writer.cut_short() { writer.written(i) } else { (plan.seen() - existing) as u64 };
         sessions.push(SessionReport {
             session: plan.name.clone(),
             new_turns: new,
@@ -142,7 +145,8 @@ pub(super) fn import(
         });
         plan.advance(offsets);
     }
-    Ok(FileReport::imported(path, Format::Jsonl, None, sessions, skipped, outputs))
+    let file = FileReport::imported(path, Format::Jsonl, None, sessions, skipped, outputs);
+    Ok(FileReport { unfinished: writer.cut_short(), ..file })
 }
 
 /// Tool results stored per transaction by pass 3: memory bounded by a chunk of them.
