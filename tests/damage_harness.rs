@@ -1,6 +1,6 @@
-//! The damage harness (issue 54): seeded damage to the index file and to evidence documents —
-//! bit flips, zeroed pages and runs, truncations — then the real binary reads and rebuilds
-//! each damaged copy. Whatever the damage, no process panics or aborts (exit 101, 134, or a
+//! The damage harness (issue 54): seeded damage to the index file, to the run file an
+//! interrupted import left, and to evidence documents — bit flips, zeroed pages and runs,
+//! truncations — then the real binary reads and rebuilds each damaged copy. Whatever the damage, no process panics or aborts (exit 101, 134, or a
 //! signal); a read that exits 0 returns exactly the original text (no silent wrong answer),
 //! and one that fails has a documented error kind; `rebuild` exits 0 only when every session
 //! and turn came through unchanged, and when it exits non-zero having dropped turns, what it
@@ -268,6 +268,110 @@ fn evidence_trial(rng: &mut Rng, what: &str, failures: &mut Vec<String>) -> Test
     checked
 }
 
+/// An index whose import was killed with runs recorded and not merged: its file, its run
+/// file, and each session's turns as a read after the merge gives them.
+struct Interrupted {
+    index: Vec<u8>,
+    runs: Vec<u8>,
+    sessions: Vec<(String, Turns)>,
+}
+
+fn interrupted() -> &'static Interrupted {
+    static INTERRUPTED: OnceLock<Interrupted> = OnceLock::new();
+    INTERRUPTED.get_or_init(|| build_interrupted().expect("an import interrupted with runs recorded"))
+}
+
+/// Kills an import of small batches (each writes a run) later and later until the killed
+/// index has runs to merge (the next open says so).
+fn build_interrupted() -> TestResult<Interrupted> {
+    let dir = tempfile::tempdir()?;
+    let words = ["redis", "lock", "lease", "vacuum", "kafka", "offset", "retry", "shard", "tokio", "cache"];
+    let mut rng = Rng(0x0005_eed5);
+    let mut log = String::new();
+    for turn in 0..6000 {
+        let mut text = |n: usize| (0..n).map(|_| words[rng.below(words.len())]).collect::<Vec<_>>().join(" ");
+        let line = serde_json::json!({
+            "session": SESSIONS[turn % SESSIONS.len()],
+            "user": format!("{} q{turn}?", text(8)),
+            "assistant": format!("{} a{turn}.", text(30)),
+        });
+        log.push_str(&format!("{line}\n"));
+    }
+    let log_path = dir.path().join("log.jsonl");
+    std::fs::write(&log_path, log)?;
+    let evidence = dir.path().join("evidence");
+    for attempt in 0..40u64 {
+        let db = dir.path().join(format!("index-{attempt}.redb"));
+        let mut import = ctxgate(&db, &evidence)
+            .args(["import", "--memory-mib", "1", "--no-compact"])
+            .arg(&log_path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        std::thread::sleep(std::time::Duration::from_millis(150 + 100 * attempt));
+        import.kill()?;
+        import.wait()?;
+        let runs_path = dir.path().join(format!("index-{attempt}.redb.runs"));
+        let (Ok(index), Ok(runs)) = (std::fs::read(&db), std::fs::read(&runs_path)) else { continue };
+        // A copy opened once: does it merge runs, and what does each session hold then?
+        let copy = dir.path().join("copy.redb");
+        std::fs::write(&copy, &index)?;
+        std::fs::write(dir.path().join("copy.redb.runs"), &runs)?;
+        let out = ctxgate(&copy, &evidence).args(["-v", "show", "-s", SESSIONS[0]]).output()?;
+        if !String::from_utf8_lossy(&out.stderr).contains("merging the postings of an interrupted import") {
+            continue;
+        }
+        let mut sessions = Vec::new();
+        for session in SESSIONS {
+            let out = ctxgate(&copy, &evidence).args(["show", "-s", session]).output()?;
+            sessions.push((session.to_string(), turns(&out.stdout).ok_or("show of the merged copy")?));
+        }
+        return Ok(Interrupted { index, runs, sessions });
+    }
+    Err("no import was killed with runs recorded".into())
+}
+
+/// A trial on the run file of an interrupted import: a read after the damage merges the runs
+/// or refuses them; what it shows is the original, and a rebuild restores every turn.
+fn runs_trial(rng: &mut Rng, what: &str, failures: &mut Vec<String>) -> TestResult {
+    let p = interrupted();
+    let dir = tempfile::tempdir()?;
+    let db = dir.path().join("index.redb");
+    let evidence = dir.path().join("evidence");
+    std::fs::write(&db, &p.index)?;
+    let mut runs = p.runs.clone();
+    let case = damage(&mut runs, rng);
+    let what = format!("{what} (run file: {case})");
+    std::fs::write(dir.path().join("index.redb.runs"), &runs)?;
+    let (name, original) = &p.sessions[rng.below(p.sessions.len())];
+    let (code, stdout) =
+        run(ctxgate(&db, &evidence).args(["show", "-s", name]), &format!("{what}: show {name}"), failures)?;
+    if code == 0 && turns(&stdout).as_ref() != Some(original) {
+        failures.push(format!("{what}: show {name} exited 0 with other turns than the original"));
+    }
+    run(
+        ctxgate(&db, &evidence).args(["select", "-s", name, "redis lease shard"]),
+        &format!("{what}: select"),
+        failures,
+    )?;
+    // The runs are derived data: a rebuild derives the postings again from the stored turns.
+    let (code, _) = run(ctxgate(&db, &evidence).arg("rebuild"), &format!("{what}: rebuild"), failures)?;
+    if code != 0 {
+        failures.push(format!("{what}: rebuild exited {code} with every turn intact"));
+    }
+    for (name, original) in &p.sessions {
+        let (shown, stdout) = run(
+            ctxgate(&db, &evidence).args(["show", "-s", name]),
+            &format!("{what}: show {name} after rebuild"),
+            failures,
+        )?;
+        if shown != 0 || turns(&stdout).as_ref() != Some(original) {
+            failures.push(format!("{what}: after rebuild, session {name} is not the original (exit {shown})"));
+        }
+    }
+    Ok(())
+}
+
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
@@ -278,6 +382,7 @@ fn damaged_files_never_give_a_silent_wrong_answer_a_panic_or_a_clean_rebuild_wit
     let trials = env_number("CTXGATE_DAMAGE_TRIALS", 200) as usize;
     let seed = env_number("CTXGATE_DAMAGE_SEED", 0x0da3_a6e5);
     pristine();
+    interrupted();
     let failures = std::sync::Mutex::new(Vec::<String>::new());
     let workers = 2;
     std::thread::scope(|scope| {
@@ -288,10 +393,10 @@ fn damaged_files_never_give_a_silent_wrong_answer_a_panic_or_a_clean_rebuild_wit
                     let mut rng = Rng(seed ^ (trial as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
                     let what = format!("trial {trial} (CTXGATE_DAMAGE_SEED={seed})");
                     let mut found = Vec::new();
-                    let ran = if rng.below(4) == 0 {
-                        evidence_trial(&mut rng, &what, &mut found)
-                    } else {
-                        index_trial(&mut rng, &what, &mut found)
+                    let ran = match rng.below(8) {
+                        0 | 1 => evidence_trial(&mut rng, &what, &mut found),
+                        2 => runs_trial(&mut rng, &what, &mut found),
+                        _ => index_trial(&mut rng, &what, &mut found),
                     };
                     if let Err(e) = ran {
                         found.push(format!("{what}: could not run: {e}"));
