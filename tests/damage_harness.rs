@@ -366,7 +366,8 @@ fn runs_trial(rng: &mut Rng, what: &str, failures: &mut Vec<String>) -> TestResu
             failures,
         )?;
         if shown != 0 || turns(&stdout).as_ref() != Some(original) {
-            failures.push(format!("{what}: after rebuild, session {name} is not the original (exit {shown})"));
+            failures
+                .push(format!("{what}: after rebuild, session {name} is not the original (exit {shown})"));
         }
     }
     Ok(())

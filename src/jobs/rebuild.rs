@@ -180,7 +180,8 @@ fn rebuild_as(
     // Closed before the read-only open, which waits until no process has the file open for
     // writing: writers that come and go without a gap would otherwise keep it out for ever.
     // Held until the new file is in place, so no writer writes to the old one meanwhile.
-    let _turnstile = path.is_file().then(|| Turnstile::close(path, options.busy_timeout)).transpose()?;
+    let some_index = path.metadata().is_ok_and(|m| m.is_file() && m.len() > 0);
+    let _turnstile = some_index.then(|| Turnstile::close(path, options.busy_timeout)).transpose()?;
     let mut repaired = scratch_prefix(path);
     repaired.push(format!("-{}.source", std::process::id()));
     let source = SourceIndex::open_or_repair(path, &path.with_file_name(repaired), &store_options)?;

@@ -249,7 +249,7 @@ pub(crate) fn verify_with_progress(
             last = None;
         }
         decoded.clear();
-        if let Err(e) = codec::decode_row((session, turn), bytes, |s, p| decoded.push((s, p))) {
+        if let Err(e) = codec::decode_row(hash, (session, turn), bytes, |s, p| decoded.push((s, p))) {
             report.problem(key, e.to_string());
             return true;
         }

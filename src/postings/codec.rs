@@ -211,15 +211,39 @@ fn decode_postings(
 /// Postings per row of the `postings` table: a row keeps well inside one 4 KiB page.
 pub const ROW_CAPACITY: usize = CHUNK_CAPACITY as usize;
 
-/// Encodes one row of the `postings` table: `entries` (`(session, posting)`, ascending by
-/// session then turn, not empty) as segments, one per session:
+/// Bytes of a row's checksum, after its segments.
+const ROW_CHECKSUM: usize = 4;
+
+/// The checksum of a row of the anchor `anchor` stored under `key` (its first posting's session
+/// and turn) whose segments are `body`: seeded with the whole key, so a row read under another
+/// key (a flipped bit in a key) fails it as a flipped bit in the row does.
+fn row_checksum(anchor: u64, key: (u32, u32), body: &[u8]) -> [u8; ROW_CHECKSUM] {
+    let seed = anchor ^ ((u64::from(key.0) << 32) | u64::from(key.1)).rotate_left(29);
+    (xxhash_rust::xxh3::xxh3_64_with_seed(body, seed) as u32).to_le_bytes()
+}
+
+/// The segments of a row of `anchor` stored under `key`, once its checksum matched.
+fn checked_segments(anchor: u64, key: (u32, u32), row: &[u8]) -> Result<&[u8], CorruptChunk> {
+    let end = row.len().checked_sub(ROW_CHECKSUM).ok_or(CorruptChunk { offset: 0 })?;
+    let (body, checksum) = row.split_at(end);
+    if checksum != row_checksum(anchor, key, body) {
+        return Err(CorruptChunk { offset: end });
+    }
+    Ok(body)
+}
+
+/// Encodes one row of the `postings` table of the anchor `anchor`: `entries` (`(session,
+/// posting)`, ascending by session then turn, not empty) as segments, one per session, then a
+/// checksum of them seeded with the row's key:
 /// ```text
-/// row     = segment+
+/// row     = segment+ | u32 checksum
 /// segment = varint session_delta | varint count | posting{count}
 /// ```
 /// The first segment's session delta is 0: its session is the row key's. Each segment's first
 /// posting delta is its turn. Appends to `out`.
-pub fn encode_row(entries: &[(u32, Posting)], out: &mut Vec<u8>) {
+pub fn encode_row(anchor: u64, entries: &[(u32, Posting)], out: &mut Vec<u8>) {
+    let start = out.len();
+    let key = entries.first().map_or((0, 0), |(session, p)| (*session, p.turn));
     let mut previous_session = entries.first().map_or(0, |e| e.0);
     for segment in entries.chunk_by(|a, b| a.0 == b.0) {
         let session = segment[0].0;
@@ -232,29 +256,34 @@ pub fn encode_row(entries: &[(u32, Posting)], out: &mut Vec<u8>) {
         }
         previous_session = session;
     }
+    let checksum = row_checksum(anchor, key, &out[start..]);
+    out.extend_from_slice(&checksum);
 }
 
-/// Decodes a row stored under the key `(session, first_turn)` (its first posting), calling
-/// `emit(session, posting)` for each posting in `(session, turn)` order. Checks that the key is
-/// the row's first posting and that the order is strict.
+/// Decodes a row of the anchor `anchor` stored under the key `(session, first_turn)` (its first
+/// posting), calling `emit(session, posting)` for each posting in `(session, turn)` order.
+/// Checks the row's checksum, that the key is the row's first posting and that the order is
+/// strict.
 pub fn decode_row(
+    anchor: u64,
     key: (u32, u32),
     row: &[u8],
     mut emit: impl FnMut(u32, Posting),
 ) -> Result<(), CorruptChunk> {
-    decode_row_until(key, row, u32::MAX, &mut emit)
+    decode_row_until(anchor, key, row, u32::MAX, &mut emit)
 }
 
 /// Like [`decode_row`], for the postings of sessions up to `last_session` only: stops at the
 /// first segment after it.
 pub fn decode_row_until(
+    anchor: u64,
     key: (u32, u32),
     row: &[u8],
     last_session: u32,
     emit: &mut impl FnMut(u32, Posting),
 ) -> Result<(), CorruptChunk> {
     // Streamed, checked as it goes: no buffer a call (a global search decodes a row a call).
-    for_each_segment(key, row, last_session, |session, reader, count, first_turn| {
+    for_each_segment(anchor, key, row, last_session, |session, reader, count, first_turn| {
         // Decoding checks the order; the segment's first posting must be the key's.
         let mut first = true;
         let mut keyed = true;
@@ -272,12 +301,13 @@ pub fn decode_row_until(
 /// error, `out` may hold part of the row). Reads a long history's lists: one tight loop a
 /// segment, no call a posting.
 pub fn decode_row_session(
+    anchor: u64,
     key: (u32, u32),
     row: &[u8],
     session: u32,
     out: &mut Vec<Posting>,
 ) -> Result<(), CorruptChunk> {
-    for_each_segment(key, row, session, |s, reader, count, first_turn| {
+    for_each_segment(anchor, key, row, session, |s, reader, count, first_turn| {
         let start = out.len();
         decode_segment(reader, count, first_turn, out)?;
         if s != session {
@@ -287,16 +317,18 @@ pub fn decode_row_session(
     })
 }
 
-/// Walks the segments of a row stored under `key` up to `last_session`:
+/// Walks the segments of a row of `anchor` stored under `key` up to `last_session`, once its
+/// checksum matched:
 /// `segment(session, reader, count, first_turn)` reads a segment's `count` postings, the first
 /// of which must be `first_turn` when given (the row's first posting is its key's).
 fn for_each_segment(
+    anchor: u64,
     key: (u32, u32),
     row: &[u8],
     last_session: u32,
     mut segment: impl FnMut(u32, &mut Reader<'_>, u32, Option<u32>) -> Result<(), CorruptChunk>,
 ) -> Result<(), CorruptChunk> {
-    let mut reader = Reader::new(row);
+    let mut reader = Reader::new(checked_segments(anchor, key, row)?);
     let mut session = key.0;
     let mut first = true;
     while !reader.is_done() {
@@ -344,9 +376,9 @@ fn decode_segment(
 }
 
 /// Postings in a row (decoding it all).
-pub fn row_len(key: (u32, u32), row: &[u8]) -> Result<u64, CorruptChunk> {
+pub fn row_len(anchor: u64, key: (u32, u32), row: &[u8]) -> Result<u64, CorruptChunk> {
     let mut n = 0u64;
-    decode_row(key, row, |_, _| n += 1)?;
+    decode_row(anchor, key, row, |_, _| n += 1)?;
     Ok(n)
 }
 
@@ -550,15 +582,26 @@ mod tests {
         out
     }
 
+    /// The anchor of the rows in these tests.
+    const ANCHOR: u64 = 0xa5c4_0e11;
+
     fn row_of(entries: &[(u32, Posting)]) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_row(entries, &mut out);
+        encode_row(ANCHOR, entries, &mut out);
         out
+    }
+
+    /// `segments` as a row stored under `key`: with the checksum that makes it read, so that
+    /// what is tested is what the segments say.
+    fn sealed(key: (u32, u32), segments: &[u8]) -> Vec<u8> {
+        let mut row = segments.to_vec();
+        row.extend_from_slice(&row_checksum(ANCHOR, key, segments));
+        row
     }
 
     fn decode_row_all(key: (u32, u32), row: &[u8]) -> Result<Vec<(u32, Posting)>, CorruptChunk> {
         let mut out = Vec::new();
-        decode_row(key, row, |s, p| out.push((s, p)))?;
+        decode_row(ANCHOR, key, row, |s, p| out.push((s, p)))?;
         Ok(out)
     }
 
@@ -621,54 +664,83 @@ mod tests {
         let entries = [(4, posting(7, 0)), (4, posting(9, 0)), (6, posting(2, 1))];
         let row = row_of(&entries);
         // session delta 0, two postings (turn 7, then +2, both (0, 1)) | session delta 2, one
-        // posting (turn 2, tf follows).
-        assert_eq!(row, [0, 2, 7 << 2, 2 << 2, 2, 1, 2 << 2 | 3, 0x11]);
+        // posting (turn 2, tf follows) | the checksum.
+        assert_eq!(row, sealed((4, 7), &[0, 2, 7 << 2, 2 << 2, 2, 1, 2 << 2 | 3, 0x11]));
+        assert_eq!(row.len(), 8 + ROW_CHECKSUM);
         assert_eq!(decode_row_all((4, 7), &row), Ok(entries.to_vec()));
         // Only sessions up to 4.
         let mut upto = Vec::new();
-        assert!(decode_row_until((4, 7), &row, 4, &mut |s, p| upto.push((s, p))).is_ok());
+        assert!(decode_row_until(ANCHOR, (4, 7), &row, 4, &mut |s, p| upto.push((s, p))).is_ok());
         assert_eq!(upto, entries[..2]);
-        assert_eq!(row_len((4, 7), &row), Ok(3));
+        assert_eq!(row_len(ANCHOR, (4, 7), &row), Ok(3));
         // One session's postings, appended to what the list holds.
         let mut list = vec![posting(1, 1)];
-        assert!(decode_row_session((4, 7), &row, 6, &mut list).is_ok());
+        assert!(decode_row_session(ANCHOR, (4, 7), &row, 6, &mut list).is_ok());
         assert_eq!(list, [posting(1, 1), entries[2].1]);
         list.clear();
-        assert!(decode_row_session((4, 7), &row, 5, &mut list).is_ok());
+        assert!(decode_row_session(ANCHOR, (4, 7), &row, 5, &mut list).is_ok());
         assert!(list.is_empty(), "no segment of session 5");
     }
 
     #[test]
     fn a_row_must_agree_with_its_key() {
-        let row = row_of(&[(4, posting(7, 0)), (6, posting(2, 1))]);
-        assert!(decode_row_all((4, 8), &row).is_err(), "first turn is not the key's");
-        assert!(decode_row_all((3, 7), &row).is_ok(), "the key's session is where deltas start");
-        assert!(decode_row_all((4, 7), &[]).is_err(), "an empty row");
+        let segments = [0, 1, 7 << 2, 2, 1, 2 << 2 | 3, 0x11];
+        let session =
+            |key: (u32, u32), row: &[u8], of: u32| decode_row_session(ANCHOR, key, row, of, &mut Vec::new());
+        assert!(decode_row_all((4, 8), &sealed((4, 8), &segments)).is_err(), "first turn is not the key's");
+        assert!(session((4, 8), &sealed((4, 8), &segments), 6).is_err(), "first turn is not the key's");
+        assert!(
+            decode_row_all((3, 7), &sealed((3, 7), &segments)).is_ok(),
+            "the key's session is where deltas start"
+        );
+        assert!(decode_row_all((4, 7), &sealed((4, 7), &[])).is_err(), "a row without segments");
         // A second segment of the same session, and an empty segment.
-        assert!(decode_row_all((4, 7), &[0, 1, 7 << 2 | 3, 0x01, 0, 1, 9 << 2 | 3, 0x01]).is_err());
-        assert!(decode_row_all((4, 7), &[0, 0]).is_err());
+        assert!(
+            decode_row_all((4, 7), &sealed((4, 7), &[0, 1, 7 << 2 | 3, 0x01, 0, 1, 9 << 2 | 3, 0x01]))
+                .is_err()
+        );
+        assert!(decode_row_all((4, 7), &sealed((4, 7), &[0, 0])).is_err());
         // Turns that do not increase within a segment.
-        assert!(decode_row_all((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01]).is_err());
-        assert!(decode_row_session((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01], 4, &mut Vec::new()).is_err());
+        let unordered = sealed((4, 7), &[0, 2, 7 << 2 | 3, 0x01, 3, 0x01]);
+        assert!(decode_row_all((4, 7), &unordered).is_err());
+        assert!(session((4, 7), &unordered, 4).is_err());
         // The same in one-byte postings, and a first turn of 0 (a delta of 0 that is fine).
-        assert!(decode_row_session((4, 7), &[0, 2, 7 << 2, 1], 4, &mut Vec::new()).is_err());
-        assert!(decode_row_all((4, 7), &[0, 2, 7 << 2, 1]).is_err());
-        assert_eq!(decode_row_all((4, 0), &[0, 2, 0, 1 << 2 | 1]).map(|l| l.len()), Ok(2));
-        assert!(decode_row_session((4, 8), &row, 6, &mut Vec::new()).is_err(), "first turn is not the key's");
+        assert!(session((4, 7), &sealed((4, 7), &[0, 2, 7 << 2, 1]), 4).is_err());
+        assert!(decode_row_all((4, 7), &sealed((4, 7), &[0, 2, 7 << 2, 1])).is_err());
+        assert_eq!(decode_row_all((4, 0), &sealed((4, 0), &[0, 2, 0, 1 << 2 | 1])).map(|l| l.len()), Ok(2));
         // A segment that claims four billion postings: an error, and room for no more than
         // the row's bytes.
         let mut list = Vec::new();
-        assert!(
-            decode_row_session((4, 7), &[0, 0xff, 0xff, 0xff, 0xff, 0x0f, 7 << 2], 4, &mut list).is_err()
-        );
+        let huge = sealed((4, 7), &[0, 0xff, 0xff, 0xff, 0xff, 0x0f, 7 << 2]);
+        assert!(decode_row_session(ANCHOR, (4, 7), &huge, 4, &mut list).is_err());
         assert!(list.capacity() < 64, "{}", list.capacity());
-        // Cut short: an error, or (at a segment's end) the segments before the cut.
-        let whole = decode_row_all((4, 7), &row);
-        for cut in 1..row.len() {
-            if let Ok(part) = decode_row_all((4, 7), &row[..cut]) {
-                assert!(whole.as_ref().is_ok_and(|w| w.starts_with(&part) && part.len() < w.len()), "{cut}");
+    }
+
+    /// The checksum: a row read under another key (a flipped bit in the key, another anchor) or
+    /// with any byte changed, cut or extended is an error, never other postings.
+    #[test]
+    fn a_row_that_is_not_as_written_is_an_error() {
+        let row = row_of(&[(4, posting(7, 0)), (4, posting(9, 0)), (6, posting(2, 1))]);
+        assert!(decode_row_all((4, 7), &row).is_ok());
+        for key in [(5, 7), (4, 6), (4 ^ 1 << 20, 7)] {
+            assert!(decode_row_all(key, &row).is_err(), "{key:?}");
+        }
+        let mut other_anchor = Vec::new();
+        assert!(decode_row(ANCHOR ^ 1, (4, 7), &row, |s, p| other_anchor.push((s, p))).is_err());
+        assert!(other_anchor.is_empty());
+        for at in 0..row.len() {
+            for bit in 0..8 {
+                let mut flipped = row.clone();
+                flipped[at] ^= 1 << bit;
+                assert!(decode_row_all((4, 7), &flipped).is_err(), "bit {bit} of byte {at}");
             }
         }
+        for cut in 0..row.len() {
+            assert!(decode_row_all((4, 7), &row[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = row.clone();
+        longer.push(0);
+        assert!(decode_row_all((4, 7), &longer).is_err());
     }
 
     #[test]
@@ -750,7 +822,7 @@ mod tests {
             let row = row_of(&entries);
             for session in [key.0, entries[entries.len() / 2].0, entries[entries.len() - 1].0] {
                 let mut list = Vec::new();
-                prop_assert_eq!(decode_row_session(key, &row, session, &mut list), Ok(()));
+                prop_assert_eq!(decode_row_session(ANCHOR, key, &row, session, &mut list), Ok(()));
                 let expected: Vec<Posting> = entries.iter().filter(|e| e.0 == session).map(|e| e.1).collect();
                 prop_assert_eq!(list, expected);
             }
@@ -761,7 +833,10 @@ mod tests {
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode(&bytes, |_| {});
             let _ = decode_row_all((1, 2), &bytes);
-            let _ = decode_row_session((1, 2), &bytes, 3, &mut Vec::new());
+            let _ = decode_row_session(ANCHOR, (1, 2), &bytes, 3, &mut Vec::new());
+            // Past the checksum: the segments' own checks.
+            let _ = decode_row_all((1, 2), &sealed((1, 2), &bytes));
+            let _ = decode_row_session(ANCHOR, (1, 2), &sealed((1, 2), &bytes), 3, &mut Vec::new());
         }
     }
 }

@@ -77,9 +77,9 @@ impl<'v> PostingCursor<'v> {
                     continue;
                 }
             }
-            let (_, session, turn) = split_posting_key(key.value());
+            let (hash, session, turn) = split_posting_key(key.value());
             let postings = &mut self.postings;
-            codec::decode_row((session, turn), value.value(), |s, p| {
+            codec::decode_row(hash, (session, turn), value.value(), |s, p| {
                 postings.push((block_key(s, p.turn), p))
             })
             .map_err(|e| corrupt(format!("posting row {session}/{turn}"), e))?;

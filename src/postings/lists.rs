@@ -118,7 +118,7 @@ impl AnchorWriter {
         self.next_stored = None;
         if let Some((key, row)) = found {
             let (_, s, t) = keys::split_posting_key(key);
-            codec::decode_row((s, t), &row, |s, p| self.open.push((s, p)))
+            codec::decode_row(self.hash, (s, t), &row, |s, p| self.open.push((s, p)))
                 .map_err(|e| corrupt(format!("posting row {:x}/{s}/{t}", self.hash), e))?;
             let later = self.open.partition_point(|&(s, _)| s <= session);
             if later < self.open.len() {
@@ -151,7 +151,7 @@ impl AnchorWriter {
         let (session, first) = entries[0];
         let key = keys::posting_key(self.hash, session, first.turn);
         self.encoded.clear();
-        codec::encode_row(entries, &mut self.encoded);
+        codec::encode_row(self.hash, entries, &mut self.encoded);
         table.insert(key, self.encoded.as_slice())?;
         self.rows += 1;
         Ok(key)

@@ -548,15 +548,15 @@ mod tests {
         // Rows keyed by their first posting (decode_row checks it), none over capacity, and
         // rows that span sessions.
         let mut spanning = 0;
-        runs.read()?.for_each_row(|_, key, bytes| {
+        runs.read()?.for_each_row(|hash, key, bytes| {
             let mut sessions = BTreeSet::new();
             assert!(
-                codec::decode_row(key, bytes, |s, _| {
+                codec::decode_row(hash, key, bytes, |s, _| {
                     sessions.insert(s);
                 })
                 .is_ok()
             );
-            assert!(codec::row_len(key, bytes).is_ok_and(|n| n <= codec::ROW_CAPACITY as u64));
+            assert!(codec::row_len(hash, key, bytes).is_ok_and(|n| n <= codec::ROW_CAPACITY as u64));
             spanning += usize::from(sessions.len() > 1);
             true
         })?;
@@ -628,8 +628,8 @@ mod tests {
         write_batch(&runs, &more, true)?;
         runs.write(|view| view.remove_sessions(&[1], |_| (0, 0)))?;
         assert_eq!(runs_left(&runs)?, 0);
-        runs.read()?.for_each_row(|_, key, bytes| {
-            assert!(codec::decode_row(key, bytes, |session, _| assert_ne!(session, 1)).is_ok());
+        runs.read()?.for_each_row(|hash, key, bytes| {
+            assert!(codec::decode_row(hash, key, bytes, |session, _| assert_ne!(session, 1)).is_ok());
             true
         })?;
         Ok(())

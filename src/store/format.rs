@@ -17,7 +17,9 @@ pub const MAGIC: &str = "ctxgate-index";
 /// `rebuild` reads formats 1 and 2: the turns, which are the same in 2 and 3.
 /// 4: a `turns` row ends with a checksum seeded with its key (`turn_text`); `rebuild` reads
 /// formats 1–3 and writes 4.
-pub const FORMAT_VERSION: u32 = 4;
+/// 5: a `postings` row ends with a checksum seeded with its key (`postings::encode_row`);
+/// `rebuild` reads formats 1–4 (the turns are the same in 4 and 5) and writes 5.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The oldest format `rebuild` reads (`SourceIndex`).
 pub const OLDEST_REBUILT_FORMAT: u32 = 1;

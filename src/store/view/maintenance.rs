@@ -76,7 +76,7 @@ impl<S: Source> View<S> {
                 continue;
             }
             entries.clear();
-            postings::decode_row((session, turn), value.value(), |s, p| entries.push((s, p)))
+            postings::decode_row(hash, (session, turn), value.value(), |s, p| entries.push((s, p)))
                 .map_err(|e| corrupt(format!("posting row {hash:x}/{session}/{turn}"), e))?;
             if entries.iter().any(|(s, _)| doomed.contains(s)) {
                 f(hash, key.value(), &entries);
@@ -222,7 +222,7 @@ impl View<WriteSource<'_>> {
                 current = Some(hash);
                 previous_full = true;
             }
-            let n = postings::row_len((session, turn), value.value())
+            let n = postings::row_len(hash, (session, turn), value.value())
                 .map_err(|e| corrupt(format!("posting row {hash:x}/{session}/{turn}"), e))?;
             if !previous_full && loose.last() != Some(&hash) {
                 loose.push(hash);
@@ -239,7 +239,7 @@ impl View<WriteSource<'_>> {
             for entry in self.tables.postings.range(range.clone())? {
                 let (key, value) = entry?;
                 let (_, session, turn) = keys::split_posting_key(key.value());
-                postings::decode_row((session, turn), value.value(), |s, p| entries.push((s, p)))
+                postings::decode_row(hash, (session, turn), value.value(), |s, p| entries.push((s, p)))
                     .map_err(|e| corrupt(format!("posting row {hash:x}/{session}/{turn}"), e))?;
                 before += 1;
             }

@@ -296,11 +296,11 @@ mod tests {
         Posting { turn, tf_user: 1, tf_assistant: 0, len_user: 3, len_assistant: 0 }
     }
 
-    /// A posting row of session 0 with these turns.
-    fn row(turns: std::ops::Range<u32>) -> Vec<u8> {
+    /// A posting row of `anchor` in session 0 with these turns.
+    fn row(anchor: u64, turns: std::ops::Range<u32>) -> Vec<u8> {
         let entries: Vec<(u32, Posting)> = turns.map(|turn| (0, posting(turn))).collect();
         let mut out = Vec::new();
-        postings::encode_row(&entries, &mut out);
+        postings::encode_row(anchor, &entries, &mut out);
         out
     }
 
@@ -322,9 +322,9 @@ mod tests {
         store.write(|view| -> Result<(), Error> {
             // An anchor with a short row before its last (one over capacity), and a packed
             // anchor that must stay as it is.
-            view.tables.postings.insert(keys::posting_key(7, 0, 0), row(0..10).as_slice())?;
-            view.tables.postings.insert(keys::posting_key(7, 0, 10), row(10..300).as_slice())?;
-            view.tables.postings.insert(keys::posting_key(8, 0, 0), row(0..5).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(7, 0, 0), row(7, 0..10).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(7, 0, 10), row(7, 10..300).as_slice())?;
+            view.tables.postings.insert(keys::posting_key(8, 0, 0), row(8, 0..5).as_slice())?;
             let blocks: Vec<NewBlock> =
                 (0..300).map(|turn| NewBlock { key: block_key(0, turn), len_user: 3, len_assistant: 0 }).collect();
             norms::put(&mut view.tables.norms, &blocks)?;
@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(turns, (0..300).collect::<Vec<_>>());
         let mut rows = Vec::new();
         view.for_each_row(|hash, key, bytes| {
-            rows.push((hash, key, postings::row_len(key, bytes).unwrap_or(0)));
+            rows.push((hash, key, postings::row_len(hash, key, bytes).unwrap_or(0)));
             true
         })?;
         assert_eq!(rows, [(7, (0, 0), 128), (7, (0, 128), 128), (7, (0, 256), 44), (8, (0, 0), 5)]);
@@ -546,7 +546,7 @@ mod tests {
                 for chunk in entries.chunks(postings::ROW_CAPACITY) {
                     let (session, first) = (chunk[0].0, chunk[0].1.turn);
                     let mut row = Vec::new();
-                    postings::encode_row(chunk, &mut row);
+                    postings::encode_row(hash, chunk, &mut row);
                     view.tables.postings.insert(keys::posting_key(hash, session, first), row.as_slice())?;
                 }
             }
@@ -630,7 +630,7 @@ mod tests {
                 let entries: Vec<(u32, Posting)> =
                     (first..first + count).map(|turn| (0, Posting::new(turn, 1, 0, 0, 0))).collect();
                 let mut row = Vec::new();
-                postings::encode_row(&entries, &mut row);
+                postings::encode_row(7, &entries, &mut row);
                 view.tables.postings.insert(keys::posting_key(7, 0, first), row.as_slice())?;
             }
             let blocks: Vec<NewBlock> =
@@ -652,7 +652,7 @@ mod tests {
         store.write(|view| -> Result<(), Error> {
             let entries = [(0, posting(4)), (1, posting(2))];
             let mut row = Vec::new();
-            postings::encode_row(&entries, &mut row);
+            postings::encode_row(7, &entries, &mut row);
             view.tables.postings.insert(keys::posting_key(7, 0, 4), row.as_slice())?;
             Ok(())
         })?;

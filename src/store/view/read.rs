@@ -149,7 +149,7 @@ impl<S: Source> View<S> {
         self.session_rows(hash, session, |key, row, what| {
             if key.0 == session {
                 held = true;
-            } else if let Err(e) = postings::decode_row_until(key, row, session, &mut |s, _| held |= s == session) {
+            } else if let Err(e) = postings::decode_row_until(hash, key, row, session, &mut |s, _| held |= s == session) {
                 *what = Some(e);
             }
             !held
@@ -252,7 +252,7 @@ impl<S: Source> View<S> {
         let mut missing = None;
         self.session_rows(hash, session, |key, row, what| {
             let start = out.len();
-            if let Err(e) = postings::decode_row_session(key, row, session, out) {
+            if let Err(e) = postings::decode_row_session(hash, key, row, session, out) {
                 *what = Some(e);
                 return false;
             }
@@ -324,7 +324,7 @@ impl<S: Source> View<S> {
             let (key, value) = entry?;
             let (_, s, t) = keys::split_posting_key(key.value());
             row.clear();
-            postings::decode_row((s, t), value.value(), |s, p| row.push((s, p)))
+            postings::decode_row(hash, (s, t), value.value(), |s, p| row.push((s, p)))
                 .map_err(|e| corrupt(format!("posting row {hash:x}/{s}/{t}"), e))?;
             for (s, mut p) in row.drain(..) {
                 norms.fill(s, &mut p)?;
