@@ -184,6 +184,19 @@ fn run(cmd: &mut Command, what: &str, failures: &mut Vec<String>) -> TestResult<
     Ok((code, out.stdout))
 }
 
+/// `show -s name`, checked by [`run`] as `what`: its exit code and the turns it printed.
+fn show(
+    db: &Path,
+    evidence: &Path,
+    name: &str,
+    what: &str,
+    failures: &mut Vec<String>,
+) -> TestResult<(i32, Option<Turns>)> {
+    let (code, stdout) =
+        run(ctxgate(db, evidence).args(["show", "-s", name]), &format!("{what}: show {name}"), failures)?;
+    Ok((code, turns(&stdout)))
+}
+
 /// Whether `kept` is `original` with some turns left out, in order.
 fn is_subsequence(kept: &Turns, original: &Turns) -> bool {
     let mut rest = original.iter();
@@ -201,21 +214,16 @@ fn index_trial(rng: &mut Rng, what: &str, failures: &mut Vec<String>) -> TestRes
     let what = format!("{what} ({case})");
     std::fs::write(&db, &bytes)?;
     let (name, original) = &p.sessions[rng.below(p.sessions.len())];
-    let (code, stdout) =
-        run(ctxgate(&db, &evidence).args(["show", "-s", name]), &format!("{what}: show {name}"), failures)?;
-    if code == 0 && turns(&stdout).as_ref() != Some(original) {
+    let (code, shown) = show(&db, &evidence, name, &what, failures)?;
+    if code == 0 && shown.as_ref() != Some(original) {
         failures.push(format!("{what}: show {name} exited 0 with other turns than the original"));
     }
     let (code, _) = run(ctxgate(&db, &evidence).arg("rebuild"), &format!("{what}: rebuild"), failures)?;
     // After a rebuild, each session reads back whole (exit 0) or what it kept is original.
     let mut dropped = false;
     for (name, original) in &p.sessions {
-        let (shown, stdout) = run(
-            ctxgate(&db, &evidence).args(["show", "-s", name]),
-            &format!("{what}: show {name} after rebuild"),
-            failures,
-        )?;
-        match turns(&stdout) {
+        let (shown, kept) = show(&db, &evidence, name, &format!("{what}: after rebuild"), failures)?;
+        match kept {
             Some(kept) if shown == 0 && kept == *original => {}
             Some(kept) if shown == 0 && is_subsequence(&kept, original) => dropped = true,
             Some(_) if shown == 0 => {
@@ -344,9 +352,8 @@ fn runs_trial(rng: &mut Rng, what: &str, failures: &mut Vec<String>) -> TestResu
     let what = format!("{what} (run file: {case})");
     std::fs::write(dir.path().join("index.redb.runs"), &runs)?;
     let (name, original) = &p.sessions[rng.below(p.sessions.len())];
-    let (code, stdout) =
-        run(ctxgate(&db, &evidence).args(["show", "-s", name]), &format!("{what}: show {name}"), failures)?;
-    if code == 0 && turns(&stdout).as_ref() != Some(original) {
+    let (code, shown) = show(&db, &evidence, name, &what, failures)?;
+    if code == 0 && shown.as_ref() != Some(original) {
         failures.push(format!("{what}: show {name} exited 0 with other turns than the original"));
     }
     run(
@@ -360,12 +367,8 @@ fn runs_trial(rng: &mut Rng, what: &str, failures: &mut Vec<String>) -> TestResu
         failures.push(format!("{what}: rebuild exited {code} with every turn intact"));
     }
     for (name, original) in &p.sessions {
-        let (shown, stdout) = run(
-            ctxgate(&db, &evidence).args(["show", "-s", name]),
-            &format!("{what}: show {name} after rebuild"),
-            failures,
-        )?;
-        if shown != 0 || turns(&stdout).as_ref() != Some(original) {
+        let (shown, kept) = show(&db, &evidence, name, &format!("{what}: after rebuild"), failures)?;
+        if shown != 0 || kept.as_ref() != Some(original) {
             failures
                 .push(format!("{what}: after rebuild, session {name} is not the original (exit {shown})"));
         }
