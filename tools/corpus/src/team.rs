@@ -23,8 +23,9 @@ const STREAM_PROJECT: u64 = 11;
 const STREAM_SESSION_ID: u64 = 12;
 const STREAM_PROJECT_TURN: u64 = 13;
 
-/// File names and identifiers in each project's own vocabulary.
+/// File paths in each project's own vocabulary.
 pub const PROJECT_FILES: usize = 40;
+/// Identifiers in each project's own vocabulary.
 pub const PROJECT_IDENTS: usize = 60;
 
 /// Syllables project words are made of: enough for thousands of distinct project words.
@@ -61,19 +62,24 @@ pub struct ProjectVocabulary {
 }
 
 impl Team {
-    /// A layout of `projects * sessions_per_project * turns_per_session` turns.
+    /// A layout of `projects * sessions_per_project * turns_per_session` turns. Sessions are
+    /// told apart by 16 bits per project: up to 65,535 projects of up to 65,535 sessions (the
+    /// `corpus` and `compare` tools check their arguments against that).
     pub fn new(corpus: Corpus, projects: u32, sessions_per_project: u32, turns_per_session: u32) -> Self {
         Team { corpus, projects, sessions_per_project, turns_per_session }
     }
 
+    /// Projects in the layout.
     pub fn projects(&self) -> u32 {
         self.projects
     }
 
+    /// Sessions of each project.
     pub fn sessions_per_project(&self) -> u32 {
         self.sessions_per_project
     }
 
+    /// Turns of each session.
     pub fn turns_per_session(&self) -> u32 {
         self.turns_per_session
     }
