@@ -18,7 +18,7 @@ use anyhow::{Result, bail};
 use corpus::timing::time_each;
 use ctxgate::store::{Posting, ReadSource, Store, StoreOptions, View};
 use ctxgate::{Format, Gatekeeper, ImportOptions, Options, SelectOptions};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -199,15 +199,26 @@ pub fn team_query(setup: &Setup, phase: &str) -> Result<Figures> {
         "session" => cold_then_warm(&mut figures, "session", &samples, open, |gk, s| {
             Ok(gk.session(&s.session)?.select(&s.prompt)?.blocks.len())
         })?,
-        "others" => cold_then_warm(&mut figures, "others", &samples, open, |gk, s| {
-            let hits = gk.search(&s.prompt, HOOK_SEARCH_POOL)?;
-            let others = hits.iter().filter(|h| {
-                h.session != s.session
-                    && ctxgate::hook::project_of(&h.session) == Some(s.project.as_str())
-                    && h.bears
-            });
-            Ok(others.take(OTHER_SESSIONS_TOP).count())
-        })?,
+        "others" => {
+            // Counters: the distinct sessions among the 64 hits (the bearing is computed for
+            // each), and how many of them are the project's other sessions.
+            let (mut queries, mut sessions, mut project_sessions) = (0usize, 0usize, 0usize);
+            cold_then_warm(&mut figures, "others", &samples, open, |gk, s| {
+                let hits = gk.search(&s.prompt, HOOK_SEARCH_POOL)?;
+                let distinct: HashSet<&str> = hits.iter().map(|h| h.session.as_str()).collect();
+                let of_project = |name: &str| {
+                    name != s.session && ctxgate::hook::project_of(name) == Some(s.project.as_str())
+                };
+                queries += 1;
+                sessions += distinct.len();
+                project_sessions += distinct.iter().filter(|name| of_project(name)).count();
+                let others = hits.iter().filter(|h| of_project(&h.session) && h.bears);
+                Ok(others.take(OTHER_SESSIONS_TOP).count())
+            })?;
+            let per_query = |n: usize| n as f64 / queries.max(1) as f64;
+            figures.insert("others.pool_sessions".into(), per_query(sessions));
+            figures.insert("others.pool_project_sessions".into(), per_query(project_sessions));
+        }
         "global" => {
             let open_store = || -> Result<Store> { Ok(Store::open(&path, &store_options())?) };
             cold_then_warm(&mut figures, "global", &samples, open_store, |store, s| {

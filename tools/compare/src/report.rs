@@ -415,6 +415,16 @@ pub fn team_markdown(setup: &Setup, results: &BTreeMap<String, Figures>, engines
         }
         let _ = writeln!(out, "{line}");
     }
+    if let Some(ctxgate) = results.get("ctxgate")
+        && let (Some(pool), Some(project)) =
+            (ctxgate.get("others.pool_sessions"), ctxgate.get("others.pool_project_sessions"))
+    {
+        let _ = writeln!(
+            out,
+            "\nctxgate's other-sessions query: the hook's 64 search hits span {pool:.1} sessions a query \
+             (the bearing is computed for each), {project:.1} of them other sessions of the prompt's project."
+        );
+    }
     if let Some(first) = results.get("ctxgate").and_then(|f| f.get("hook.first_read_ms")) {
         let _ = writeln!(
             out,
