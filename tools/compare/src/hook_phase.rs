@@ -7,6 +7,7 @@
 //! already stored: the import compares them and keeps a checkpoint). Then `samples` times the
 //! transcript gains the last prompt's reply and a new prompt about the project, and a
 //! `ctxgate hook claude-code` process gets the event; each call is timed from spawn to exit.
+//! The hook stores the turns it reads, so this phase runs after ctxgate's queries.
 
 use crate::common::{Figures, Setup};
 use anyhow::{Context, Result, bail};
