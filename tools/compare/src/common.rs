@@ -24,6 +24,26 @@ pub struct Setup {
     pub adds: usize,
     pub seed: u64,
     pub dir: PathBuf,
+    /// The team layout (`--layout team`): projects × sessions × turns, hook-style names.
+    pub team: Option<TeamShape>,
+}
+
+/// The shape of a team layout.
+#[derive(Debug, Clone, Copy)]
+pub struct TeamShape {
+    pub projects: u32,
+    pub sessions_per_project: u32,
+    pub turns_per_session: u32,
+}
+
+/// One query of the team layout: a prompt in a session of a project.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// The project (the part of session names before `#`).
+    pub project: String,
+    /// The session the prompt is asked in.
+    pub session: String,
+    pub prompt: String,
 }
 
 impl Setup {
@@ -35,6 +55,9 @@ impl Setup {
             self.adds.to_string(),
             self.seed.to_string(),
             self.dir.display().to_string(),
+            self.team.map_or(0, |t| t.projects).to_string(),
+            self.team.map_or(0, |t| t.sessions_per_project).to_string(),
+            self.team.map_or(0, |t| t.turns_per_session).to_string(),
         ]
     }
 
@@ -47,7 +70,36 @@ impl Setup {
             adds: next("adds")?.parse()?,
             seed: next("seed")?.parse()?,
             dir: PathBuf::from(next("dir")?),
+            team: match [next("projects")?.parse()?, next("sessions")?.parse()?, next("turns")?.parse()?] {
+                [0, _, _] => None,
+                [projects, sessions_per_project, turns_per_session] => {
+                    Some(TeamShape { projects, sessions_per_project, turns_per_session })
+                }
+            },
         })
+    }
+
+    /// The team layout's generator, if this run has one.
+    pub fn team(&self) -> Option<corpus::team::Team> {
+        let t = self.team?;
+        Some(corpus::team::Team::new(self.corpus(), t.projects, t.sessions_per_project, t.turns_per_session))
+    }
+
+    /// The team layout's queries: `samples` prompts, rotating over the projects and, within
+    /// each, over its sessions.
+    pub fn samples(&self) -> Result<Vec<Sample>> {
+        let team = self.team().context("the samples of a run without a team layout")?;
+        Ok((0..self.samples)
+            .map(|i| {
+                let p = (i as u32) % team.projects();
+                let s = (i as u32 / team.projects()) % team.sessions_per_project();
+                Sample {
+                    project: team.project_path(p),
+                    session: team.session_name(p, s),
+                    prompt: team.prompt(p, i as u64),
+                }
+            })
+            .collect())
     }
 
     pub fn corpus(&self) -> Corpus {
@@ -78,6 +130,11 @@ impl Setup {
         let file =
             std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
         let mut out = BufWriter::new(file);
+        if let Some(team) = self.team() {
+            let bytes = team.write_jsonl(&mut out)?;
+            out.flush()?;
+            return Ok(bytes);
+        }
         // The short sessions (spread over sessions 0..S-1), then the long one.
         let corpus = self.corpus();
         let short = self.turns - self.long_turns();
@@ -188,12 +245,12 @@ pub fn record(figures: &mut Figures, name: &str, times: &[Duration]) {
 
 /// Times `queries` against a freshly opened engine (`reopen`: every query once, first touch in
 /// this handle), then again after one untimed pass over them all (`warm`).
-pub fn cold_then_warm<H>(
+pub fn cold_then_warm<H, Q>(
     figures: &mut Figures,
     name: &str,
-    queries: &[String],
+    queries: &[Q],
     open: impl FnOnce() -> Result<H>,
-    mut run: impl FnMut(&H, &str) -> Result<usize>,
+    mut run: impl FnMut(&H, &Q) -> Result<usize>,
 ) -> Result<()> {
     let handle = open()?;
     let mut hits = 0usize;

@@ -18,7 +18,7 @@ use anyhow::{Result, bail};
 use corpus::timing::time_each;
 use ctxgate::store::{Posting, ReadSource, Store, StoreOptions, View};
 use ctxgate::{Format, Gatekeeper, ImportOptions, Options, SelectOptions};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -175,4 +175,59 @@ fn bm25_top_k(view: &View<ReadSource>, query: &str, session: Option<u32>) -> Res
     ranked.truncate(k);
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
     Ok(ranked.len())
+}
+
+/// Turns of other sessions the hook adds to a prompt (`hook::context::OTHER_SESSION_HITS`).
+pub const OTHER_SESSIONS_TOP: usize = 3;
+
+/// Hits of the global search the hook looks through for them (`SEARCH_POOL` there).
+const HOOK_SEARCH_POOL: usize = 64;
+
+/// The team layout's queries (`phase`: `session`, `others` or `global`), each kind in a child
+/// of its own:
+/// - `session`: `Session::select` in the prompt's session;
+/// - `others`: what the hook does for the project's other sessions (`hook::context`): the
+///   global `Gatekeeper::search` for 64 hits, kept if of another session of the same project
+///   and bearing on the prompt, the first 3. `others.*.hits` is how many it found (of 3);
+/// - `global`: the library's search across every session, top 20 (as `query` does).
+pub fn team_query(setup: &Setup, phase: &str) -> Result<Figures> {
+    let path = path(setup);
+    let samples = setup.samples()?;
+    let mut figures = Figures::new();
+    let open = || Ok(Gatekeeper::open(&path, Options::default())?);
+    match phase {
+        "session" => cold_then_warm(&mut figures, "session", &samples, open, |gk, s| {
+            Ok(gk.session(&s.session)?.select(&s.prompt)?.blocks.len())
+        })?,
+        "others" => {
+            // Counters: the distinct sessions among the 64 hits (the bearing is computed for
+            // each), and how many of them are the project's other sessions.
+            let (mut queries, mut sessions, mut project_sessions) = (0usize, 0usize, 0usize);
+            cold_then_warm(&mut figures, "others", &samples, open, |gk, s| {
+                let hits = gk.search(&s.prompt, HOOK_SEARCH_POOL)?;
+                let distinct: HashSet<&str> = hits.iter().map(|h| h.session.as_str()).collect();
+                let of_project = |name: &str| {
+                    name != s.session && ctxgate::hook::project_of(name) == Some(s.project.as_str())
+                };
+                queries += 1;
+                sessions += distinct.len();
+                project_sessions += distinct.iter().filter(|name| of_project(name)).count();
+                let others = hits.iter().filter(|h| of_project(&h.session) && h.bears);
+                Ok(others.take(OTHER_SESSIONS_TOP).count())
+            })?;
+            let per_query = |n: usize| n as f64 / queries.max(1) as f64;
+            figures.insert("others.pool_sessions".into(), per_query(sessions));
+            figures.insert("others.pool_project_sessions".into(), per_query(project_sessions));
+        }
+        "global" => {
+            let open_store = || -> Result<Store> { Ok(Store::open(&path, &store_options())?) };
+            cold_then_warm(&mut figures, "global", &samples, open_store, |store, s| {
+                let view = store.read()?;
+                Ok(ctxgate::query::search::search(&view, &s.prompt, TOP_K)?.hits.len())
+            })?
+        }
+        other => bail!("unknown query phase {other}"),
+    }
+    record_peak_rss(&mut figures, &format!("{phase}.peak_rss_kib"));
+    Ok(figures)
 }

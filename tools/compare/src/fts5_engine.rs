@@ -5,6 +5,12 @@
 //! a plain table beside it. WAL journal, `synchronous = FULL`. Session-scoped queries filter in
 //! the MATCH expression (`session : s AND anchors : (...)`). Durable add: one transaction per
 //! turn.
+//!
+//! The project of a hook-style session name (`<project>#<id>`) is a column of the FTS5 table as
+//! well: the team layout's other-sessions query is one MATCH expression
+//! (`project : p AND anchors : (...) NOT session : s`), so FTS5 intersects the project's
+//! doclist with the anchors' inside its own index; ranked by `bm25` over the anchors column,
+//! the text of the top 3 read from `turns`, as the hook shows it.
 
 use crate::common::{
     Figures, Setup, TOP_K, allocated_bytes, cold_then_warm, disk_bytes, query_anchors, record,
@@ -23,13 +29,13 @@ const BULK_BATCH: u64 = 10_000;
 const SCHEMA: &str = "
 CREATE TABLE turns(id INTEGER PRIMARY KEY, session TEXT NOT NULL, turn INTEGER NOT NULL,
                    user TEXT NOT NULL, assistant TEXT NOT NULL);
-CREATE VIRTUAL TABLE fts USING fts5(session, anchors, content='',
+CREATE VIRTUAL TABLE fts USING fts5(session, project, anchors, content='',
                                     tokenize=\"unicode61 remove_diacritics 0 tokenchars '_'\");
-INSERT INTO fts(fts, rank) VALUES('rank', 'bm25(0.0, 1.0)');
+INSERT INTO fts(fts, rank) VALUES('rank', 'bm25(0.0, 0.0, 1.0)');
 ";
 
 const INSERT_TURN: &str = "INSERT INTO turns(id, session, turn, user, assistant) VALUES (?1, ?2, ?3, ?4, ?5)";
-const INSERT_FTS: &str = "INSERT INTO fts(rowid, session, anchors) VALUES (?1, ?2, ?3)";
+const INSERT_FTS: &str = "INSERT INTO fts(rowid, session, project, anchors) VALUES (?1, ?2, ?3, ?4)";
 const SEARCH: &str = "SELECT rowid FROM fts WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2";
 
 fn dir(setup: &Setup) -> PathBuf {
@@ -74,7 +80,8 @@ fn insert_with(
 ) -> Result<()> {
     let (id, turn) = (i64::try_from(id)?, i64::try_from(turn)?);
     conn.prepare_cached(INSERT_TURN)?.execute(params![id, session, turn, user, assistant])?;
-    conn.prepare_cached(INSERT_FTS)?.execute(params![id, token(session), anchors])?;
+    let project = ctxgate::hook::project_of(session).map(token).unwrap_or_default();
+    conn.prepare_cached(INSERT_FTS)?.execute(params![id, token(session), project, anchors])?;
     Ok(())
 }
 
@@ -162,5 +169,46 @@ pub fn add(setup: &Setup) -> Result<Figures> {
     })?;
     let mut figures = Figures::new();
     record(&mut figures, "add", &times);
+    Ok(figures)
+}
+
+/// The other-sessions query: the top rows' text read from `turns` too, as the hook shows it.
+const SEARCH_TEXT: &str = "SELECT t.user, t.assistant FROM fts JOIN turns t ON t.id = fts.rowid \
+WHERE fts MATCH ?1 ORDER BY rank LIMIT ?2";
+
+/// The team layout's queries: `session` (top 20 in the prompt's session), `others` (top 3 of
+/// the project's other sessions, their text read) and `global` (top 20).
+pub fn team_query(setup: &Setup, phase: &str) -> Result<Figures> {
+    let samples = setup.samples()?;
+    let mut figures = Figures::new();
+    cold_then_warm(
+        &mut figures,
+        phase,
+        &samples,
+        || open(setup),
+        |conn, sample| match phase {
+            "session" => top_k(conn, &sample.prompt, Some(&sample.session)),
+            "global" => top_k(conn, &sample.prompt, None),
+            "others" => {
+                let expression = format!(
+                    "project : \"{}\" AND {} NOT session : \"{}\"",
+                    token(&sample.project),
+                    expression(&sample.prompt, None),
+                    token(&sample.session)
+                );
+                let mut stmt = conn.prepare_cached(SEARCH_TEXT)?;
+                let limit = crate::ctxgate_engine::OTHER_SESSIONS_TOP as i64;
+                let mut rows = stmt.query(params![expression, limit])?;
+                let mut found = 0;
+                while let Some(row) = rows.next()? {
+                    let (_user, _assistant): (String, String) = (row.get(0)?, row.get(1)?);
+                    found += 1;
+                }
+                Ok(found)
+            }
+            other => bail!("unknown query phase {other}"),
+        },
+    )?;
+    record_peak_rss(&mut figures, &format!("{phase}.peak_rss_kib"));
     Ok(figures)
 }

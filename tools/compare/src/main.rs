@@ -16,6 +16,15 @@
 //! is measured first, as the floor under every bulk import; redb's own durable commit of one
 //! turn's text, the floor under ctxgate's durable add, next.
 //!
+//! `compare --layout team --projects P --sessions-per-project S --turns-per-session T` measures
+//! a team's history instead (issue 55; `corpus::team`): sessions named `<project>#<id>` as the
+//! hooks name them, and for each engine, in one run: bulk import, the prompt's own session
+//! (ctxgate's `select`, the peers' top-20 in the session), the project's other sessions (top 3,
+//! as the hook asks), a global top-20, each query kind in a child of its own (so its peak RSS is
+//! its own), and for ctxgate the `UserPromptSubmit` hook end to end (`ctxgate hook claude-code`
+//! spawned per prompt; the binary beside this one). tantivy also runs on its own tokenizer
+//! (`tantivy-own`). Figures are reported as ratios to tantivy (on ctxgate's anchors).
+//!
 //! Each engine runs in child processes of this tool (`compare child PHASE ENGINE ...`), one per
 //! phase (bulk import, queries, durable adds), so peak RSS (VmHWM) is the engine's own. Every
 //! child prints one JSON object of named figures; the parent prints the table and ratios.
@@ -24,8 +33,10 @@ mod commit_floor;
 mod common;
 mod ctxgate_engine;
 mod fts5_engine;
+mod hook_phase;
 mod report;
 mod tantivy_engine;
+mod tantivy_own;
 
 use anyhow::{Context, Result, bail};
 use common::{Figures, Setup};
@@ -34,13 +45,21 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 const USAGE: &str = "usage: compare [--turns N (10000)] [--sessions S (1 + N/200)] [--samples K (200)] \
-[--adds A (200)] [--seed X (42)] [--engines ctxgate,tantivy,fts5] [--dir DIR] [--keep] [--json FILE]";
+[--adds A (200)] [--seed X (42)] [--engines ctxgate,tantivy,fts5] [--dir DIR] [--keep] [--json FILE]
+       compare --layout team --projects P --sessions-per-project S --turns-per-session T \
+[--samples K (200)] [--seed X] [--engines ctxgate,tantivy,tantivy-own,fts5] [--dir DIR] [--keep] [--json FILE]";
 
 /// The engines, in table order.
 pub const ENGINES: [&str; 3] = ["ctxgate", "tantivy", "fts5"];
 
+/// The engines of the team layout: tantivy also on its own tokenizer.
+pub const TEAM_ENGINES: [&str; 4] = ["ctxgate", "tantivy", "tantivy-own", "fts5"];
+
 /// The phases, each in its own child process.
 const PHASES: [&str; 3] = ["bulk", "query", "add"];
+
+/// The phases of the team layout (`hook`: ctxgate only).
+const TEAM_PHASES: [&str; 5] = ["bulk", "session", "others", "global", "hook"];
 
 struct Args {
     setup: Setup,
@@ -55,8 +74,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args> {
     let mut turns = 10_000u64;
     let mut sessions = None;
     let (mut samples, mut adds, mut seed) = (200usize, 200usize, 42u64);
-    let mut engines: Vec<String> = ENGINES.iter().map(|e| e.to_string()).collect();
+    let mut engines: Option<Vec<String>> = None;
     let (mut dir, mut keep, mut json) = (None, false, None);
+    let mut layout_team = false;
+    let mut team: [Option<u32>; 3] = [None; 3];
     let mut it = args;
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
@@ -66,7 +87,15 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args> {
             "--samples" => samples = value()?.parse().context("--samples")?,
             "--adds" => adds = value()?.parse().context("--adds")?,
             "--seed" => seed = value()?.parse().context("--seed")?,
-            "--engines" => engines = value()?.split(',').map(|e| e.trim().to_string()).collect(),
+            "--engines" => engines = Some(value()?.split(',').map(|e| e.trim().to_string()).collect()),
+            "--layout" => match value()?.as_str() {
+                "team" => layout_team = true,
+                "default" => layout_team = false,
+                other => bail!("unknown layout {other}: expected team or default\n{USAGE}"),
+            },
+            "--projects" => team[0] = Some(value()?.parse().context("--projects")?),
+            "--sessions-per-project" => team[1] = Some(value()?.parse().context("--sessions-per-project")?),
+            "--turns-per-session" => team[2] = Some(value()?.parse().context("--turns-per-session")?),
             "--dir" => dir = Some(PathBuf::from(value()?)),
             "--keep" => keep = true,
             "--json" => json = Some(PathBuf::from(value()?)),
@@ -81,10 +110,32 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args> {
         bail!("--turns must be at least 2, --samples and --adds at least 1");
     }
     let sessions = sessions.unwrap_or(1 + (turns / 200) as u32).max(2);
-    if let Some(bad) = engines.iter().find(|e| !ENGINES.contains(&e.as_str())) {
-        bail!("unknown engine {bad}: expected some of {}", ENGINES.join(","));
+    let known: &[&str] = if layout_team { &TEAM_ENGINES } else { &ENGINES };
+    let engines = engines.unwrap_or_else(|| known.iter().map(|e| e.to_string()).collect());
+    if let Some(bad) = engines.iter().find(|e| !known.contains(&e.as_str())) {
+        bail!("unknown engine {bad}: expected some of {}", known.join(","));
     }
-    let setup = Setup { turns, sessions, samples, adds, seed, dir: PathBuf::new() };
+    let mut setup = Setup { turns, sessions, samples, adds, seed, dir: PathBuf::new(), team: None };
+    if layout_team {
+        let [Some(projects), Some(sessions_per_project), Some(turns_per_session)] = team else {
+            bail!("--layout team needs --projects, --sessions-per-project and --turns-per-session\n{USAGE}");
+        };
+        // The live session of the hook measurement is one more per project (corpus::team).
+        if !(1..=65_535).contains(&projects)
+            || !(2..65_535).contains(&sessions_per_project)
+            || turns_per_session == 0
+        {
+            bail!(
+                "--projects must be 1 to 65535, --sessions-per-project 2 to 65534, --turns-per-session at least 1"
+            );
+        }
+        let shape = common::TeamShape { projects, sessions_per_project, turns_per_session };
+        setup.team = Some(shape);
+        setup.turns = setup.team().map_or(0, |t| t.turns());
+        setup.sessions = projects * sessions_per_project;
+    } else if team.iter().any(Option::is_some) {
+        bail!("--projects, --sessions-per-project and --turns-per-session go with --layout team");
+    }
     Ok(Args { setup, engines, dir, keep, json })
 }
 
@@ -113,6 +164,9 @@ fn main() -> Result<()> {
         }
     };
     let setup = Setup { dir: dir.clone(), ..args.setup };
+    if setup.team.is_some() {
+        return team_run(&args, &setup, temp);
+    }
     eprintln!(
         "corpus: {} turns, {} sessions (the long one has {}), seed {}, in {}",
         setup.turns,
@@ -139,6 +193,49 @@ fn main() -> Result<()> {
     print!("{}", report::markdown(&setup, &results));
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&report::json(&setup, &results))?;
+        std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(temp) = temp
+        && args.keep
+    {
+        eprintln!("kept {}", temp.keep().display());
+    }
+    Ok(())
+}
+
+/// The team layout's run: each engine's phases in children, then the table of ratios to
+/// tantivy.
+fn team_run(args: &Args, setup: &Setup, temp: Option<tempfile::TempDir>) -> Result<()> {
+    let shape = setup.team.context("a team run without a team layout")?;
+    if args.engines.iter().any(|e| e == "ctxgate") {
+        hook_phase::ctxgate_binary()?;
+    }
+    eprintln!(
+        "corpus: team layout, {} projects x {} sessions x {} turns = {} turns, seed {}, in {}",
+        shape.projects,
+        shape.sessions_per_project,
+        shape.turns_per_session,
+        setup.turns,
+        setup.seed,
+        setup.dir.display()
+    );
+    let text_bytes = setup.write_corpus()?;
+    let mut results: BTreeMap<String, Figures> = BTreeMap::new();
+    for engine in &args.engines {
+        let mut figures = Figures::new();
+        figures.insert("bulk.text_bytes".into(), text_bytes as f64);
+        for phase in TEAM_PHASES {
+            if phase == "hook" && engine != "ctxgate" {
+                continue;
+            }
+            eprintln!("{engine}: {phase}");
+            figures.extend(run_child(setup, phase, engine)?);
+        }
+        results.insert(engine.clone(), figures);
+    }
+    print!("{}", report::team_markdown(setup, &results, &args.engines));
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report::json(setup, &results))?;
         std::fs::write(path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
     }
     if let Some(temp) = temp
@@ -184,6 +281,12 @@ fn child(mut args: impl Iterator<Item = String>) -> Result<()> {
         ("extract", "anchors") => common::extract_only(&setup)?,
         ("floor", "redb") => commit_floor::floor(&setup)?,
         ("query", "fts5") => fts5_engine::query(&setup)?,
+        ("bulk", "tantivy-own") => tantivy_own::bulk(&setup)?,
+        ("session" | "others" | "global", "ctxgate") => ctxgate_engine::team_query(&setup, &phase)?,
+        ("session" | "others" | "global", "tantivy") => tantivy_engine::team_query(&setup, &phase)?,
+        ("session" | "others" | "global", "tantivy-own") => tantivy_own::team_query(&setup, &phase)?,
+        ("session" | "others" | "global", "fts5") => fts5_engine::team_query(&setup, &phase)?,
+        ("hook", "ctxgate") => hook_phase::hook(&setup)?,
         ("add", "fts5") => fts5_engine::add(&setup)?,
         _ => bail!("child: unknown phase {phase} or engine {engine}"),
     };

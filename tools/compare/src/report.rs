@@ -12,6 +12,8 @@ enum Unit {
     Bytes,
     MiB,
     Ms,
+    /// A mean count, such as hits per query.
+    Count,
 }
 
 /// One row: a label, how to read the figure for ctxgate and for the peers.
@@ -112,6 +114,7 @@ fn show(value: Option<f64>, unit: Unit) -> String {
         (Some(v), Unit::Bytes) => format!("{v:.0}"),
         (Some(v), Unit::MiB) => format!("{v:.1}"),
         (Some(v), Unit::Ms) => format!("{v:.3}"),
+        (Some(v), Unit::Count) => format!("{v:.2}"),
     }
 }
 
@@ -312,7 +315,12 @@ pub fn json(setup: &Setup, results: &BTreeMap<String, Figures>) -> serde_json::V
         }
         engines.insert(engine.clone(), serde_json::to_value(derived).unwrap_or_default());
     }
+    let team = setup.team.map(|t| {
+        serde_json::json!({ "projects": t.projects, "sessions_per_project": t.sessions_per_project,
+            "turns_per_session": t.turns_per_session })
+    });
     serde_json::json!({
+        "layout": team,
         "turns": setup.turns,
         "sessions": setup.sessions,
         "long_session_turns": setup.long_turns(),
@@ -321,4 +329,107 @@ pub fn json(setup: &Setup, results: &BTreeMap<String, Figures>) -> serde_json::V
         "seed": setup.seed,
         "engines": engines,
     })
+}
+
+/// The team layout's rows: every figure the issue asks for, from each engine's phases.
+fn team_rows() -> Vec<(String, Unit, Source)> {
+    let mut rows = vec![
+        ("import, turns/s".to_string(), Unit::PerSecond, Source::TurnsPerSecond),
+        ("index bytes per turn (file length)".into(), Unit::Bytes, Source::BytesPerTurn),
+        ("index bytes per turn (allocated on disk)".into(), Unit::Bytes, Source::AllocatedBytesPerTurn),
+        ("import peak RSS (MiB)".into(), Unit::MiB, Source::Kib("bulk.peak_rss_kib")),
+    ];
+    let kinds = [
+        ("session", "own session: ctxgate `select`, peers top-20"),
+        ("others", "project's other sessions, top 3"),
+        ("global", "global top-20"),
+    ];
+    for (kind, label) in kinds {
+        for state in ["warm", "reopen"] {
+            for q in ["p50", "p99"] {
+                let key = format!("{kind}.{state}.{q}_ms");
+                rows.push((format!("{label}, {state}, {q} ms"), Unit::Ms, Source::Key(key)));
+            }
+        }
+        rows.push((format!("{label}, hits per query"), Unit::Count, Source::Key(format!("{kind}.hits"))));
+        rows.push((format!("{label}, peak RSS (MiB)"), Unit::MiB, Source::Kib(peak_key(kind))));
+    }
+    rows.push((
+        "UserPromptSubmit hook end to end, p50 ms".into(),
+        Unit::Ms,
+        Source::Key("hook.p50_ms".into()),
+    ));
+    rows.push((
+        "UserPromptSubmit hook end to end, p95 ms".into(),
+        Unit::Ms,
+        Source::Key("hook.p95_ms".into()),
+    ));
+    rows
+}
+
+fn peak_key(kind: &str) -> &'static str {
+    match kind {
+        "session" => "session.peak_rss_kib",
+        "others" => "others.peak_rss_kib",
+        _ => "global.peak_rss_kib",
+    }
+}
+
+/// The team layout's table: each engine's figure, then each engine's ratio to tantivy (on
+/// ctxgate's anchors) in the same run.
+pub fn team_markdown(setup: &Setup, results: &BTreeMap<String, Figures>, engines: &[String]) -> String {
+    let results = with_turns(setup, results);
+    let shape = setup.team.map_or((0, 0, 0), |t| (t.projects, t.sessions_per_project, t.turns_per_session));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Team layout: {} projects x {} sessions x {} turns = {} turns, {} queries, seed {}\n",
+        shape.0, shape.1, shape.2, setup.turns, setup.samples, setup.seed
+    );
+    let others: Vec<&String> = engines.iter().filter(|e| *e != "tantivy").collect();
+    let mut header = "| figure |".to_string();
+    let mut rule = "|---|".to_string();
+    for engine in engines {
+        let _ = write!(header, " {engine} |");
+        rule.push_str("---:|");
+    }
+    if results.contains_key("tantivy") {
+        for engine in &others {
+            let _ = write!(header, " {engine}/tantivy |");
+            rule.push_str("---:|");
+        }
+    }
+    let _ = writeln!(out, "{header}\n{rule}");
+    for (label, unit, source) in team_rows() {
+        let mut line = format!("| {label} |");
+        for engine in engines {
+            let v = results.get(engine).and_then(|f| value(f, &source));
+            let _ = write!(line, " {} |", show(v, unit));
+        }
+        if let Some(tantivy) = results.get("tantivy") {
+            let base = value(tantivy, &source);
+            for engine in &others {
+                let v = results.get(*engine).and_then(|f| value(f, &source));
+                let _ = write!(line, " {} |", ratio(v, base).map_or("–".into(), |r| format!("{r:.2}")));
+            }
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if let Some(ctxgate) = results.get("ctxgate")
+        && let (Some(pool), Some(project)) =
+            (ctxgate.get("others.pool_sessions"), ctxgate.get("others.pool_project_sessions"))
+    {
+        let _ = writeln!(
+            out,
+            "\nctxgate's other-sessions query: the hook's 64 search hits span {pool:.1} sessions a query \
+             (the bearing is computed for each), {project:.1} of them other sessions of the prompt's project."
+        );
+    }
+    if let Some(first) = results.get("ctxgate").and_then(|f| f.get("hook.first_read_ms")) {
+        let _ = writeln!(
+            out,
+            "\nThe hook's first read of the live session's transcript (a `Stop` hook, untimed above): {first:.1} ms."
+        );
+    }
+    out
 }

@@ -2,6 +2,11 @@
 //! needs no more), the session as a raw `STRING | FAST` field for session-scoped queries, the
 //! turn text stored. Bulk import: documents built on the rayon pool and added from it (the
 //! writer takes them from any thread). Durable add: `add_document` + `commit` per turn.
+//!
+//! The project of a hook-style session name (`<project>#<id>`) is a raw `STRING` field too:
+//! the team layout's other-sessions query filters on it (a must-match zero-score term) and
+//! leaves the prompt's own session out (a must-not term), so tantivy scores only the project's
+//! postings' intersection, its best plan for that question.
 
 use crate::common::{
     Figures, Setup, TOP_K, allocated_bytes, cold_then_warm, disk_bytes, query_anchors, record,
@@ -32,6 +37,7 @@ fn dir(setup: &Setup) -> PathBuf {
 #[derive(Clone, Copy)]
 struct Fields {
     session: Field,
+    project: Field,
     turn: Field,
     text: Field,
     anchors: Field,
@@ -40,17 +46,19 @@ struct Fields {
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let session = builder.add_text_field("session", STRING | FAST);
+    let project = builder.add_text_field("project", STRING);
     let turn = builder.add_u64_field("turn", STORED | FAST);
     let text = builder.add_text_field("text", STORED);
     let indexing = TextFieldIndexing::default().set_index_option(IndexRecordOption::WithFreqs);
     let anchors = builder.add_text_field("anchors", TextOptions::default().set_indexing_options(indexing));
-    (builder.build(), Fields { session, turn, text, anchors })
+    (builder.build(), Fields { session, project, turn, text, anchors })
 }
 
 fn fields(index: &Index) -> Result<Fields> {
     let schema = index.schema();
     Ok(Fields {
         session: schema.get_field("session")?,
+        project: schema.get_field("project")?,
         turn: schema.get_field("turn")?,
         text: schema.get_field("text")?,
         anchors: schema.get_field("anchors")?,
@@ -64,6 +72,9 @@ fn document(f: Fields, session: &str, turn: u64, user: &str, assistant: &str) ->
     });
     let mut doc = TantivyDocument::default();
     doc.add_text(f.session, session);
+    if let Some(project) = ctxgate::hook::project_of(session) {
+        doc.add_text(f.project, project);
+    }
     doc.add_u64(f.turn, turn);
     doc.add_text(f.text, format!("{user}\n\n{assistant}"));
     doc.add_pre_tokenized_text(f.anchors, PreTokenizedString { text: String::new(), tokens });
@@ -165,5 +176,90 @@ pub fn add(setup: &Setup) -> Result<Figures> {
     writer.wait_merging_threads()?;
     let mut figures = Figures::new();
     record(&mut figures, "add", &times);
+    Ok(figures)
+}
+
+/// Where a team-layout query looks.
+pub enum Scope<'a> {
+    /// Every session.
+    All,
+    /// One session.
+    Session(&'a str),
+    /// The other sessions of a project.
+    Others { project: &'a str, session: &'a str },
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of `phase` (`session`, `others` or `global`) for `sample`, and its top-k.
+    pub fn of(phase: &str, sample: &'a crate::common::Sample) -> Result<(Scope<'a>, usize)> {
+        Ok(match phase {
+            "session" => (Scope::Session(&sample.session), TOP_K),
+            "others" => (
+                Scope::Others { project: &sample.project, session: &sample.session },
+                crate::ctxgate_engine::OTHER_SESSIONS_TOP,
+            ),
+            "global" => (Scope::All, TOP_K),
+            other => bail!("unknown query phase {other}"),
+        })
+    }
+}
+
+/// `terms` (scored) within `scope`: filters as zero-score must (and must-not) terms on the raw
+/// `session` and `project` fields.
+pub fn scoped(terms: Box<dyn Query>, session: Field, project: Field, scope: &Scope) -> Box<dyn Query> {
+    let raw = |field, value: &str| -> Box<dyn Query> {
+        let term = TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic);
+        Box::new(ConstScoreQuery::new(Box::new(term), 0.0))
+    };
+    match scope {
+        Scope::All => terms,
+        Scope::Session(name) => {
+            Box::new(BooleanQuery::new(vec![(Occur::Must, raw(session, name)), (Occur::Must, terms)]))
+        }
+        Scope::Others { project: name, session: own } => Box::new(BooleanQuery::new(vec![
+            (Occur::Must, raw(project, name)),
+            (Occur::MustNot, raw(session, own)),
+            (Occur::Must, terms),
+        ])),
+    }
+}
+
+/// Runs `query` for its top `limit`; for the other-sessions query the hits' text is read too,
+/// as the hook shows it. Returns the hits.
+pub fn search_team(searcher: &Searcher, query: &dyn Query, limit: usize, read_text: bool) -> Result<usize> {
+    let top = searcher.search(query, &TopDocs::with_limit(limit).order_by_score())?;
+    if read_text {
+        for (_, address) in &top {
+            let _doc: TantivyDocument = searcher.doc(*address)?;
+        }
+    }
+    Ok(top.len())
+}
+
+/// The team layout's queries on ctxgate's anchors (see [`Scope`]).
+pub fn team_query(setup: &Setup, phase: &str) -> Result<Figures> {
+    let samples = setup.samples()?;
+    let mut figures = Figures::new();
+    cold_then_warm(
+        &mut figures,
+        phase,
+        &samples,
+        || open(setup),
+        |o, sample| {
+            let (scope, limit) = Scope::of(phase, sample)?;
+            let f = o.fields;
+            let anchors: Vec<(Occur, Box<dyn Query>)> = query_anchors(&sample.prompt)
+                .iter()
+                .map(|a| {
+                    let term =
+                        TermQuery::new(Term::from_field_text(f.anchors, a), IndexRecordOption::WithFreqs);
+                    (Occur::Should, Box::new(term) as Box<dyn Query>)
+                })
+                .collect();
+            let query = scoped(Box::new(BooleanQuery::new(anchors)), f.session, f.project, &scope);
+            search_team(&o.searcher, query.as_ref(), limit, phase == "others")
+        },
+    )?;
+    record_peak_rss(&mut figures, &format!("{phase}.peak_rss_kib"));
     Ok(figures)
 }

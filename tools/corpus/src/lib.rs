@@ -21,8 +21,10 @@ pub mod index;
 pub mod jsonl;
 mod phrases;
 mod rng;
+pub mod team;
 pub mod timing;
 mod topics;
+pub mod transcript;
 
 use phrases::*;
 use rng::Rng;

@@ -52,7 +52,7 @@ pub fn vm_kib(field: &str) -> Option<u64> {
     status_kib("/proc/self/status", field)
 }
 
-/// A `VmHWM`/`VmRSS` line of another process's /proc/<pid>/status, in KiB.
+/// A `VmHWM`/`VmRSS` line of another process's `/proc/<pid>/status`, in KiB.
 pub fn process_vm_kib(pid: u32, field: &str) -> Option<u64> {
     status_kib(&format!("/proc/{pid}/status"), field)
 }

@@ -18,12 +18,11 @@
 
 use anyhow::{Context, Result, bail};
 use corpus::timing::{ms, quantile};
+use corpus::transcript::{Transcript, event, run_hook};
 use corpus::{Corpus, TopicId};
 use ctxgate::{Format, Gatekeeper, ImportOptions, Options};
-use serde_json::json;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: hook_bench [--turns N (100000)] [--transcript T (2000)] [--calls R (50)] \
@@ -93,50 +92,6 @@ fn parse_args() -> Result<Args> {
     Ok(args)
 }
 
-/// A Claude Code session file being appended to, as Claude Code writes it.
-struct Transcript {
-    file: BufWriter<std::fs::File>,
-    records: u64,
-}
-
-impl Transcript {
-    fn record(&mut self, role: &str, text: &str) -> Result<()> {
-        let message = match role {
-            "user" => json!({ "role": "user", "content": text }),
-            _ => {
-                json!({ "role": "assistant", "type": "message", "content": [{ "type": "text", "text": text }] })
-            }
-        };
-        self.write(role, message)
-    }
-
-    /// A tool call and its result (a `Bash` run printing `text`).
-    fn tool(&mut self, text: &str) -> Result<()> {
-        let id = format!("toolu_{:08}", self.records);
-        let call = json!({ "role": "assistant", "type": "message",
-            "content": [{ "type": "tool_use", "id": id, "name": "Bash", "input": { "command": "cargo test" } }] });
-        self.write("assistant", call)?;
-        let result = json!({ "role": "user",
-            "content": [{ "type": "tool_result", "tool_use_id": id, "content": text, "is_error": false }] });
-        self.write("user", result)
-    }
-
-    fn write(&mut self, role: &str, message: serde_json::Value) -> Result<()> {
-        self.records += 1;
-        let n = self.records;
-        let line = json!({
-            "isSidechain": false, "userType": "external", "cwd": PROJECT, "sessionId": SESSION_ID,
-            "version": "1.0.83", "type": role, "uuid": format!("00000000-0000-4000-8000-{n:012}"),
-            // Each record the child of the one before, as Claude Code links them.
-            "parentUuid": (n > 1).then(|| format!("00000000-0000-4000-8000-{:012}", n - 1)),
-            "timestamp": format!("2025-06-14T{:02}:{:02}:{:02}.000Z", (n / 3600) % 24, (n / 60) % 60, n % 60),
-            "message": message,
-        });
-        writeln!(self.file, "{line}")?;
-        Ok(())
-    }
-}
-
 fn main() -> Result<()> {
     let args = parse_args()?;
     let temp = tempfile::tempdir()?;
@@ -169,7 +124,7 @@ fn main() -> Result<()> {
 
     // The live session: a transcript of `--transcript` turns from a session of its own.
     let path = dir.join(format!("{SESSION_ID}.jsonl"));
-    let mut transcript = Transcript { file: BufWriter::new(std::fs::File::create(&path)?), records: 0 };
+    let mut transcript = Transcript::create(&path, PROJECT, SESSION_ID)?;
     let mut live = corpus.session(u32::MAX);
     for _ in 0..args.transcript {
         let turn = live.next().context("the corpus ends")?;
@@ -179,14 +134,8 @@ fn main() -> Result<()> {
         }
         transcript.record("assistant", &turn.assistant)?;
     }
-    transcript.file.flush()?;
-    let event = |name: &str, prompt: Option<&str>| {
-        let mut e = json!({ "session_id": SESSION_ID, "transcript_path": path, "cwd": PROJECT, "hook_event_name": name });
-        if let Some(prompt) = prompt {
-            e["prompt"] = json!(prompt);
-        }
-        e.to_string()
-    };
+    transcript.flush()?;
+    let event = |name: &str, prompt: Option<&str>| event(name, SESSION_ID, &path, PROJECT, prompt);
     // The builds measured, each with its own copy of the index (the first is `--ctxgate`).
     let mut builds = vec![Build::new(&args.ctxgate, db.clone())];
     if let Some(baseline) = &args.baseline {
@@ -218,7 +167,7 @@ fn main() -> Result<()> {
         }
         let prompt = corpus.query_for(topics[i % topics.len()], i as u64);
         transcript.record("user", &prompt)?;
-        transcript.file.flush()?;
+        transcript.flush()?;
         pending = Some(prompt.clone());
         let event = event("UserPromptSubmit", Some(&prompt));
         // Every other call the other build goes first: neither always finds the page cache
@@ -298,26 +247,4 @@ fn children_cpu() -> Option<Duration> {
     // cutime and cstime are fields 16 and 17 of the whole line, 14 and 15 after the name.
     let ticks: u64 = fields.get(13)?.parse::<u64>().ok()? + fields.get(14)?.parse::<u64>().ok()?;
     Some(Duration::from_millis(ticks * 10))
-}
-
-/// Runs the hook with `event` on stdin; fails on a non-zero exit or anything on stderr (the
-/// hook reports its problems there and gives no context).
-fn run_hook(ctxgate: &Path, db: &Path, tokenizer: Option<&str>, event: &str) -> Result<String> {
-    let mut child = Command::new(ctxgate)
-        .arg("--db")
-        .arg(db)
-        .args(tokenizer.map(|t| ["--tokenizer", t]).into_iter().flatten())
-        .args(["hook", "claude-code", "--deadline-ms", "10000"])
-        .env_remove("CTXGATE_HOOK_DEADLINE_MS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    child.stdin.take().context("no stdin")?.write_all(event.as_bytes())?;
-    let output = child.wait_with_output()?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() || !stderr.trim().is_empty() {
-        bail!("the hook failed ({}): {stderr}", output.status);
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
