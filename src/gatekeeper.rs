@@ -208,7 +208,27 @@ impl Gatekeeper {
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         crate::session::check_query(query)?;
         let view = self.index.store().read()?;
-        crate::query::search::search_hits(&view, query, limit)
+        crate::query::search::search_hits(&view, query, limit, None)
+    }
+
+    /// [`Gatekeeper::search`] within the named `sessions` only (names the index does not hold
+    /// are passed over): a project's sessions, say. The other sessions' postings are skipped,
+    /// not scored, and every hit is one of them.
+    ///
+    /// # Errors
+    /// As [`Gatekeeper::search`].
+    pub fn search_in(&self, query: &str, limit: usize, sessions: &[&str]) -> Result<Vec<SearchHit>> {
+        crate::session::check_query(query)?;
+        let view = self.index.store().read()?;
+        let mut ids = Vec::with_capacity(sessions.len());
+        for name in sessions {
+            if let Some((id, _)) = view.session_by_name(name)? {
+                ids.push(id);
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        crate::query::search::search_hits(&view, query, limit, Some(&ids))
     }
 
     /// The value a client of the library stored under `key` with

@@ -12,8 +12,10 @@ use std::fmt::Write as _;
 /// Most turns of other sessions of the project added to a prompt's context.
 pub const OTHER_SESSION_HITS: usize = 3;
 
-/// Hits of the cross-session search looked at to find [`OTHER_SESSION_HITS`] of this project.
-const SEARCH_POOL: usize = 64;
+/// Hits of the search of the project's other sessions looked at to find
+/// [`OTHER_SESSION_HITS`] that bear on the prompt and were not given before. Each distinct
+/// session among them costs a judgement of its bearing (`SearchHit::bears`).
+const SEARCH_POOL: usize = 16;
 
 /// The share of the budget the prompt's own session may use (the rest is for other sessions,
 /// and what the session leaves unused too).
@@ -116,8 +118,17 @@ pub(crate) fn for_prompt(
 ) -> Result<Option<Context>> {
     let estimator = gatekeeper.token_estimator();
     // The search counts no tokens: done first, it runs while a hook process still loads the
-    // encoding (`tokens::Tokenizer::load`), which the selection waits for.
-    let hits = gatekeeper.search(prompt, SEARCH_POOL)?;
+    // encoding (`tokens::Tokenizer::load`), which the selection waits for. Only the project's
+    // other sessions are searched: a search of the whole index spent most of its time judging
+    // other projects' hits, and its pool held fewer of this project's the larger the index.
+    let project = project_of(name);
+    let sessions = gatekeeper.sessions()?;
+    let others: Vec<&str> = (sessions.iter())
+        .filter(|s| s.name != name && project.is_some() && project_of(&s.name) == project)
+        .map(|s| s.name.as_str())
+        .collect();
+    let hits =
+        if others.is_empty() { Vec::new() } else { gatekeeper.search_in(prompt, SEARCH_POOL, &others)? };
     let mut text = String::new();
     if info(gatekeeper, name)?.is_some_and(|s| s.turns > 0) {
         text = selection_text(
@@ -129,7 +140,6 @@ pub(crate) fn for_prompt(
             given,
         )?;
     }
-    let project = project_of(name);
     let heading = "ctxgate: related turns from other sessions of this project (pruned):";
     let mut others = String::new();
     let mut taken = 0;

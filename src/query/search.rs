@@ -60,7 +60,7 @@ pub struct Found {
 #[cfg(any(test, feature = "internals"))]
 /// The best `limit` turns of every session for the query `text`.
 pub fn search<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<Found> {
-    let (query, hits) = rank(view, text, limit)?;
+    let (query, hits) = rank(view, text, limit, None)?;
     Ok(Found { anchors: query.anchors().to_vec(), hits })
 }
 
@@ -88,8 +88,15 @@ pub struct SearchHit {
 }
 
 /// [`search`], with each hit's session name and pruned text.
-pub(crate) fn search_hits<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<Vec<SearchHit>> {
-    let (query, hits) = rank(view, text, limit)?;
+/// The best `limit` turns for `text` (of the sessions `within` only, ascending ids, when given),
+/// each with its text pruned and whether it bears on the query.
+pub(crate) fn search_hits<S: Source>(
+    view: &View<S>,
+    text: &str,
+    limit: usize,
+    within: Option<&[u32]>,
+) -> Result<Vec<SearchHit>> {
+    let (query, hits) = rank(view, text, limit, within)?;
     let mut out = Vec::with_capacity(hits.len());
     let mut bearings: HashMap<u32, Bearing> = HashMap::new();
     let scored = query.full_mask() & !framing_mask(&query, text);
@@ -122,8 +129,14 @@ pub(crate) fn search_hits<S: Source>(view: &View<S>, text: &str, limit: usize) -
     Ok(out)
 }
 
-/// The query's anchors and its best `limit` hits.
-fn rank<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<(QueryAnchors, Vec<Hit>)> {
+/// The query's anchors and its best `limit` hits, in the sessions `within` (ascending ids) when
+/// given.
+fn rank<S: Source>(
+    view: &View<S>,
+    text: &str,
+    limit: usize,
+    within: Option<&[u32]>,
+) -> Result<(QueryAnchors, Vec<Hit>)> {
     let stats = view.corpus_stats();
     let query = QueryAnchors::build(text, &anchor::extract(text), stats.blocks, |h| view.df(h))?;
     let scored = query.full_mask() & !framing_mask(&query, text);
@@ -134,6 +147,9 @@ fn rank<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<(QueryAnc
     let mut best = Best::new(limit);
     let mut sums = Sums::new();
     for (session, turn, forward) in view.pending().iter() {
+        if within.is_some_and(|within| within.binary_search(&session).is_err()) {
+            continue;
+        }
         sums.clear();
         for (i, a) in scorer.anchors.iter().enumerate() {
             if let Some(p) = forward.posting(turn, a.hash) {
@@ -146,7 +162,7 @@ fn rank<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<(QueryAnc
     for a in &scorer.anchors {
         cursors.push(view.anchor_cursor(a.hash)?);
     }
-    evaluate(&scorer, &mut cursors, &mut best)?;
+    evaluate(&scorer, &mut cursors, &mut best, within)?;
     let mut hits = best.into_sorted();
     for hit in &mut hits {
         hit.matched = scorer.query_mask(hit.matched);
@@ -154,8 +170,15 @@ fn rank<S: Source>(view: &View<S>, text: &str, limit: usize) -> Result<(QueryAnc
     Ok((query, hits))
 }
 
-/// Document-at-a-time MaxScore over the cursors (one per [`Scorer::anchors`], in that order).
-fn evaluate(scorer: &Scorer, cursors: &mut [PostingCursor<'_>], best: &mut Best) -> Result<()> {
+/// Document-at-a-time MaxScore over the cursors (one per [`Scorer::anchors`], in that order),
+/// over the turns of the sessions `within` (ascending ids) when given: the cursors seek past
+/// the others, so their postings are not decoded.
+fn evaluate(
+    scorer: &Scorer,
+    cursors: &mut [PostingCursor<'_>],
+    best: &mut Best,
+    within: Option<&[u32]>,
+) -> Result<()> {
     let n = cursors.len();
     // Anchors from the least to the most they can add; `prefix[i]` bounds what anchors `0..i`
     // add together.
@@ -179,6 +202,19 @@ fn evaluate(scorer: &Scorer, cursors: &mut [PostingCursor<'_>], best: &mut Best)
         else {
             return Ok(());
         };
+        if let Some(within) = within {
+            let (session, _) = split_block_key(key);
+            if within.binary_search(&session).is_err() {
+                // On to the first turn of the next session searched, if any.
+                let Some(&next) = within.get(within.partition_point(|&s| s < session)) else {
+                    return Ok(());
+                };
+                for &i in &order[first_essential..] {
+                    cursors[i].seek(crate::store::block_key(next, 0))?;
+                }
+                continue;
+            }
+        }
         sums.clear();
         for &i in &order[first_essential..] {
             if let Some((k, p)) = cursors[i].current()
@@ -503,6 +539,29 @@ mod tests {
             let view = gk.store().read().unwrap();
             assert!(view.pending().len() == 7, "the added turns stay pending");
             same_as_exhaustive(&view);
+        }
+    }
+
+    /// Within some sessions, the pruned search returns the exhaustive top of those sessions'
+    /// turns: the seeks past the others skip no turn of theirs, pending turns included.
+    #[test]
+    fn a_search_within_sessions_is_the_exhaustive_top_of_those() {
+        for (sessions, turns) in [(40, 30), (4, 450)] {
+            let (_dir, gk) = index(sessions, turns, 7);
+            let view = gk.store().read().unwrap();
+            for within in [vec![0u32], vec![1, 2], (0..sessions).step_by(3).collect(), vec![sessions - 1], vec![]] {
+                for query in QUERIES {
+                    for limit in [1, 3, 20, 5000] {
+                        let (_, found) = rank(&view, query, limit, Some(&within)).unwrap();
+                        let mut expected = exhaustive(&view, query, usize::MAX);
+                        expected.retain(|h| within.contains(&h.session));
+                        expected.truncate(limit);
+                        let got: Vec<_> = found.iter().map(|h| (h.session, h.turn, h.matched)).collect();
+                        let want: Vec<_> = expected.iter().map(|h| (h.session, h.turn, h.matched)).collect();
+                        assert_eq!(got, want, "{query:?} within {within:?} limit {limit}");
+                    }
+                }
+            }
         }
     }
 

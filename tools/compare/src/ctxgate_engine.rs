@@ -180,15 +180,16 @@ fn bm25_top_k(view: &View<ReadSource>, query: &str, session: Option<u32>) -> Res
 /// Turns of other sessions the hook adds to a prompt (`hook::context::OTHER_SESSION_HITS`).
 pub const OTHER_SESSIONS_TOP: usize = 3;
 
-/// Hits of the global search the hook looks through for them (`SEARCH_POOL` there).
-const HOOK_SEARCH_POOL: usize = 64;
+/// Hits of the search of the project's other sessions the hook looks through for them
+/// (`SEARCH_POOL` there).
+const HOOK_SEARCH_POOL: usize = 16;
 
 /// The team layout's queries (`phase`: `session`, `others` or `global`), each kind in a child
 /// of its own:
 /// - `session`: `Session::select` in the prompt's session;
 /// - `others`: what the hook does for the project's other sessions (`hook::context`): the
-///   global `Gatekeeper::search` for 64 hits, kept if of another session of the same project
-///   and bearing on the prompt, the first 3. `others.*.hits` is how many it found (of 3);
+///   session list, then `Gatekeeper::search_in` those sessions for 16 hits, kept if bearing on
+///   the prompt, the first 3. `others.*.hits` is how many it found (of 3);
 /// - `global`: the library's search across every session, top 20 (as `query` does).
 pub fn team_query(setup: &Setup, phase: &str) -> Result<Figures> {
     let path = path(setup);
@@ -200,15 +201,18 @@ pub fn team_query(setup: &Setup, phase: &str) -> Result<Figures> {
             Ok(gk.session(&s.session)?.select(&s.prompt)?.blocks.len())
         })?,
         "others" => {
-            // Counters: the distinct sessions among the 64 hits (the bearing is computed for
-            // each), and how many of them are the project's other sessions.
+            // Counters: the distinct sessions among the hits (the bearing is computed for
+            // each), and how many of them are the project's other sessions (all, by now).
             let (mut queries, mut sessions, mut project_sessions) = (0usize, 0usize, 0usize);
             cold_then_warm(&mut figures, "others", &samples, open, |gk, s| {
-                let hits = gk.search(&s.prompt, HOOK_SEARCH_POOL)?;
-                let distinct: HashSet<&str> = hits.iter().map(|h| h.session.as_str()).collect();
                 let of_project = |name: &str| {
                     name != s.session && ctxgate::hook::project_of(name) == Some(s.project.as_str())
                 };
+                let listed = gk.sessions()?;
+                let names: Vec<&str> =
+                    listed.iter().map(|i| i.name.as_str()).filter(|name| of_project(name)).collect();
+                let hits = gk.search_in(&s.prompt, HOOK_SEARCH_POOL, &names)?;
+                let distinct: HashSet<&str> = hits.iter().map(|h| h.session.as_str()).collect();
                 queries += 1;
                 sessions += distinct.len();
                 project_sessions += distinct.iter().filter(|name| of_project(name)).count();
