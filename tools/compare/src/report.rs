@@ -421,7 +421,7 @@ pub fn team_markdown(setup: &Setup, results: &BTreeMap<String, Figures>, engines
     {
         let _ = writeln!(
             out,
-            "\nctxgate's other-sessions query: the hook's 64 search hits span {pool:.1} sessions a query \
+            "\nctxgate's other-sessions query: the hook's search hits span {pool:.1} sessions a query \
              (the bearing is computed for each), {project:.1} of them other sessions of the prompt's project."
         );
     }
