@@ -81,6 +81,9 @@ fn two_jobs_at_once_never_lose_data_the_second_is_busy() -> TestResult {
 /// moment.
 const ADDERS: usize = 6;
 
+/// Seconds the rebuilds beside them wait for the index.
+const REBUILD_WAIT: &str = "15";
+
 /// Writers that come and go without a gap (`add` loops) do not keep a rebuild out: it gets
 /// in within its default wait (finding 10 of issue 54: it used to exit 4 every time), and every
 /// add acknowledged before, during or after it is in the rebuilt index.
@@ -123,7 +126,10 @@ fn a_rebuild_gets_its_turn_against_a_stream_of_adds() -> TestResult {
         std::thread::sleep(Duration::from_millis(50));
     }
     for rebuild in 0..3 {
-        let out = ctxgate().arg("--db").arg(&env.db).arg("rebuild").output()?;
+        // A wait long enough for the adds in flight to end on a loaded machine (the 5 s default
+        // failed once in CI), far too short to meet a moment without a writer.
+        let out =
+            ctxgate().arg("--db").arg(&env.db).args(["--busy-timeout", REBUILD_WAIT, "rebuild"]).output()?;
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "rebuild {rebuild} with adds streaming: {stderr}");
     }
